@@ -1,0 +1,424 @@
+"""Fan-out benchmark: 200 documents summarised under the process-wide LLM cap.
+
+    .venv/bin/python bench/fanout.py [--docs 200] [--cap 10] [--latency 0.2]
+
+What it measures (see bench/README.md for how to read the numbers):
+
+1. fan-out: N distinct ~300-token documents, "Summarize these papers"
+   (LITERATURE_SUMMARY -> multi_doc_summary), Context(max_concurrent_llm_calls=C).
+   The scripted server answers every chat call after `latency` seconds; the
+   run can at best take (ceil(N/C) + 1) * L: N/C rounds of summaries and one
+   final answer. Reports the server's max_in_flight (must equal C), wall
+   time, wall/ideal, chat calls (N + 1).
+2. cached rerun: the same documents again; only the final answer may call
+   the model.
+3. graph overhead on full_content: latency 0, one small document, a QA
+   question, K runs after warm-ups, interleaved with K bare `llm.stream`
+   calls of the same size; overhead = graph run - bare call.
+
+The scripted server runs in a *subprocess* (its own interpreter and GIL):
+in-process it would compete with the graph for the GIL and the benchmark
+would charge the server's work (JSON, SSE framing, tokenising the usage) to
+the graph. `--in-process` runs it on a thread instead, for comparison.
+
+Exit code is 0 even when a target is missed: it is a benchmark, not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import os
+import platform
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+SUMMARY_RULE = "Condense the academic document"  # DOCUMENT_CONDENSED_SUMMARY_PROMPT
+SUMMARY_QUERY = "Summarize these papers"
+QA_QUERY = "What learning rate did they use?"
+
+# --------------------------------------------------------------------------- data
+
+_EN_WORDS = ["transformer", "attention", "sparse", "retrieval", "dense", "encoder", "decoder", "corpus", "benchmark", "baseline", "ablation", "gradient", "optimizer", "warmup", "schedule", "token", "embedding", "layer", "normalization", "dropout", "contrastive", "loss", "negative", "sampling", "recall", "precision", "latency", "throughput", "memory", "kernel", "dataset", "annotation", "evaluation", "metric", "accuracy", "robustness", "generalization", "domain", "shift", "pretraining", "finetuning", "adapter", "quantization", "distillation", "teacher", "student", "curriculum", "reranker", "index", "passage", "query", "document", "graph", "node", "edge", "message", "propagation", "hybrid", "lexical", "semantic", "multilingual", "Chinese", "English", "cross", "lingual", "alignment", "scaling", "law"]
+_ZH_PHRASES = (
+    "本文提出一种混合检索方法", "实验在三个公开数据集上进行", "结果表明召回率显著提升",
+    "我们分析了稀疏注意力的计算复杂度", "该方法在长文档上表现稳定", "消融实验验证了各模块的作用",
+    "学习率设置为千分之一", "模型在中文语料上进行了预训练", "局限性在于推理延迟较高",
+    "未来工作将扩展到多模态场景", "对比基线包括BM25和稠密检索", "我们公开了代码和数据",
+)
+
+
+def make_documents(n: int, seed: int = 4) -> dict[str, str]:
+    """N distinct short papers (~300 tokens each); every fourth one is Chinese."""
+    rng = random.Random(seed)
+    docs: dict[str, str] = {}
+    for i in range(n):
+        if i % 4 == 3:
+            body = "".join(
+                rng.choice(_ZH_PHRASES) + "，" + rng.choice(_ZH_PHRASES) + "。" for _ in range(11)
+            )
+            text = f"# 论文 {i}：关于检索与摘要的研究\n\n{body}\n学习率为 {rng.randint(1, 9)}e-4。"
+        else:
+            sentences = []
+            for _ in range(14):
+                words = rng.sample(_EN_WORDS, 14)
+                sentences.append(" ".join(words).capitalize() + ".")
+            text = (f"# Paper {i}: a study of {rng.choice(_EN_WORDS)} {rng.choice(_EN_WORDS)}\n\n"
+                    + " ".join(sentences)
+                    + f"\nWe used a learning rate of {rng.randint(1, 9)}e-4 and batch size "
+                      f"{rng.choice([16, 32, 64])}.")
+        docs[f"doc-{i:04d}"] = text
+    return docs
+
+
+def words_reply(n_words: int, seed: int) -> str:
+    rng = random.Random(seed)
+    return " ".join(rng.choice(_EN_WORDS) for _ in range(n_words)) + "."
+
+
+# --------------------------------------------------------------------------- server
+
+
+class ServerProcess:
+    """`python -m scholarflow.testing.fake_openai --port 0`, scripted over HTTP."""
+
+    def __init__(self, latency: float) -> None:
+        self.latency = latency
+        self.proc: subprocess.Popen[str] | None = None
+        self.base_url = ""
+        self.admin: httpx.AsyncClient | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "scholarflow.testing.fake_openai", "--port", "0",
+             "--latency", str(self.latency)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()  # "fake-openai listening on http://...:PORT/v1"
+        if "listening on" not in line:
+            err = self.proc.stderr.read() if self.proc.stderr else ""
+            raise RuntimeError(f"fake-openai did not start: {line!r} {err[-500:]}")
+        self.base_url = line.strip().rsplit(" ", 1)[-1]
+        self.admin = httpx.AsyncClient(base_url=self.base_url.removesuffix("/v1"), timeout=30)
+
+    async def configure(self, **config: Any) -> None:
+        assert self.admin is not None
+        (await self.admin.post("/_admin/config", json=config)).raise_for_status()
+
+    async def reset(self) -> None:
+        assert self.admin is not None
+        (await self.admin.post("/_admin/reset")).raise_for_status()
+
+    async def stats(self) -> dict[str, Any]:
+        assert self.admin is not None
+        r = await self.admin.get("/_admin/stats")
+        r.raise_for_status()
+        data: dict[str, Any] = r.json()
+        data.pop("requests", None)  # every prompt of 200 documents: not needed here
+        return data
+
+    async def aclose(self) -> None:
+        if self.admin is not None:
+            await self.admin.aclose()
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+class ServerThread:
+    """The same server on a thread of this process (`--in-process`)."""
+
+    def __init__(self, latency: float) -> None:
+        from scholarflow.testing import FakeOpenAIServer
+
+        self.server = FakeOpenAIServer(latency=latency)
+        self.base_url = ""
+
+    def start(self) -> None:
+        self.server.start()
+        self.base_url = self.server.base_url
+
+    async def configure(self, **config: Any) -> None:
+        self.server.configure(**config)
+
+    async def reset(self) -> None:
+        self.server.reset()
+
+    async def stats(self) -> dict[str, Any]:
+        s = self.server.stats().to_dict()
+        s.pop("requests", None)
+        return s
+
+    async def aclose(self) -> None:
+        self.server.stop()
+
+
+# --------------------------------------------------------------------------- running
+
+
+@dataclass
+class RunResult:
+    wall: float
+    final: dict[str, Any]
+    events: int
+    marks: dict[str, float] = field(default_factory=dict)  # first/last time of event types
+
+
+async def run_once(graph: Any, payload: dict[str, Any], ctx: Any) -> RunResult:
+    """Stream one run as tests/conftest.py:run_graph does, timing its events."""
+    marks: dict[str, float] = {}
+    events = 0
+    final: dict[str, Any] = {}
+    t0 = time.perf_counter()
+    async for ns, mode, chunk in graph.astream(
+        payload, context=ctx, stream_mode=["custom", "values"], subgraphs=True
+    ):
+        if mode == "custom":
+            events += 1
+            now = time.perf_counter() - t0
+            kind = chunk.get("type", "?")
+            marks.setdefault(f"first:{kind}", now)
+            marks[f"last:{kind}"] = now
+        elif not ns:
+            final = chunk
+    return RunResult(time.perf_counter() - t0, final, events, marks)
+
+
+def pct(values: list[float], q: float) -> float:
+    """The q-quantile (0..1) by linear interpolation."""
+    s = sorted(values)
+    if len(s) == 1:
+        return s[0]
+    pos = q * (len(s) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+@dataclass
+class Row:
+    metric: str
+    value: str
+    target: str = ""
+    ok: bool | None = None  # None: informational
+
+
+async def bench(args: argparse.Namespace, server: Any) -> list[Row]:
+    from scholarflow import Context, build_graph, llm
+    from scholarflow.nodes.common import format_document
+    from scholarflow.prompts import LITERATURE_QA_PROMPT
+    from scholarflow.sessions.registry import close_all
+    from scholarflow.tokens import count_tokens
+
+    rows: list[Row] = []
+    n, cap, latency = args.docs, args.cap, args.latency
+    ctx = Context(max_concurrent_llm_calls=cap)
+
+    t = time.perf_counter()
+    graph = build_graph()
+    rows.append(Row("build_graph() (once, not in any run below)",
+                    f"{(time.perf_counter() - t) * 1000:.0f} ms"))
+
+    summary_reply = words_reply(args.summary_words, 1)
+    answer_reply = words_reply(args.answer_words, 2)
+    qa_reply = words_reply(args.answer_words, 3)
+    rules = [
+        {"match": SUMMARY_RULE, "reply": summary_reply, "role": "user"},
+        {"match": "learning rate", "reply": qa_reply, "role": "last_user"},
+    ]
+    # everything else (the final multi-document answer) gets the answer reply
+    rules.append({"match": ".", "reply": answer_reply})
+
+    # warm-up: imports, tiktoken, the HTTP pool, SQLite, the limiter; other documents
+    await server.reset()
+    await server.configure(rules=rules, latency=0)
+    warm_docs = {f"warm-{k}": v for k, v in make_documents(2 * cap, seed=99).items()}
+    await run_once(graph, {"query": SUMMARY_QUERY, "document_contents": warm_docs}, ctx)
+
+    # ---- 1. fan-out
+    docs = make_documents(n)
+    tokens = [count_tokens(t) for t in docs.values()]
+    zh = sum(1 for t in docs.values() if "论文" in t)
+    await server.reset()
+    await server.configure(rules=rules, latency=latency)
+    llm.limiter(ctx).reset_stats()
+    fan = await run_once(graph, {"query": SUMMARY_QUERY, "document_contents": docs}, ctx)
+    stats = await server.stats()
+    ideal = (math.ceil(n / cap) + 1) * latency
+    ratio = fan.wall / ideal if ideal else float("inf")
+    strategy = fan.final.get("strategy")
+    summaries = fan.final.get("usage") or []
+    rows += [
+        Row("documents (tokens min/mean/max, Chinese)",
+            f"{n} ({min(tokens)}/{statistics.mean(tokens):.0f}/{max(tokens)}, {zh} zh)"),
+        Row("fan-out: route", f"{fan.final.get('detected_intent')} -> {strategy}",
+            "LITERATURE_SUMMARY -> multi_doc_summary", strategy == "multi_doc_summary"),
+        Row("fan-out: server max_in_flight", str(stats["max_in_flight"]), f"== {cap}",
+            stats["max_in_flight"] == cap),
+        Row("fan-out: limiter max_in_flight", str(llm.limiter().max_in_flight), f"== {cap}",
+            llm.limiter().max_in_flight == cap),
+        Row("fan-out: chat calls", str(stats["chat_calls"]), f"== {n + 1}",
+            stats["chat_calls"] == n + 1),
+        Row("fan-out: wall", f"{fan.wall:.3f} s"),
+        Row("fan-out: ideal (ceil(N/C)+1)*L", f"{ideal:.3f} s"),
+        Row("fan-out: wall / ideal", f"{ratio:.3f}", "<= 1.10", ratio <= 1.10),
+        Row("fan-out: usage records in output", str(len(summaries))),
+        Row("fan-out: custom events streamed", str(fan.events)),
+    ]
+    m = fan.marks
+    if "first:doc_summary_start" in m:
+        rows += [
+            Row("  t(first doc_summary_start)", f"{m['first:doc_summary_start'] * 1000:.0f} ms",
+                "", None),
+            Row("  t(last doc_summary_start)", f"{m['last:doc_summary_start'] * 1000:.0f} ms"),
+            Row("  t(last doc_summary_complete)",
+                f"{m.get('last:doc_summary_complete', float('nan')):.3f} s",
+                f"~{math.ceil(n / cap) * latency:.1f} s"),
+        ]
+    if "first:answer_chunk" in m:
+        rows.append(Row("  t(first answer_chunk)", f"{m['first:answer_chunk']:.3f} s",
+                        f"~{ideal:.1f} s"))
+    if "last:final_answer" in m:
+        rows.append(Row("  t(final_answer)", f"{m['last:final_answer']:.3f} s"))
+
+    # ---- 2. cached rerun
+    await server.reset()
+    await server.configure(rules=rules, latency=latency)
+    cached = await run_once(graph, {"query": SUMMARY_QUERY, "document_contents": docs}, ctx)
+    stats = await server.stats()
+    rows += [
+        Row("cached rerun: chat calls", str(stats["chat_calls"]), "== 1",
+            stats["chat_calls"] == 1),
+        Row("cached rerun: wall", f"{cached.wall:.3f} s", f"~{latency:.1f} s (1 call)"),
+        Row("cached rerun: wall - L", f"{(cached.wall - latency) * 1000:.0f} ms"),
+    ]
+
+    # ---- 3. graph overhead, full_content path, latency 0
+    await server.reset()
+    await server.configure(rules=rules, latency=0)
+    small = make_documents(1, seed=7)["doc-0000"]
+    payload = {"query": QA_QUERY, "content": small}
+    system = LITERATURE_QA_PROMPT.format(
+        documents=format_document("Paper 0", "doc-0000", small), language="English"
+    )
+    prompt = [("system", system), ("user", QA_QUERY)]
+
+    def noop(_: str) -> None:
+        pass
+
+    async def bare() -> float:
+        t0 = time.perf_counter()
+        await llm.stream(ctx, prompt, node="bench", on_text=noop)
+        return time.perf_counter() - t0
+
+    for _ in range(args.warmups):
+        await run_once(graph, payload, ctx)
+        await bare()
+    g_times: list[float] = []
+    b_times: list[float] = []
+    for _ in range(args.runs):  # interleaved, so drift hits both alike
+        r = await run_once(graph, payload, ctx)
+        g_times.append(r.wall)
+        b_times.append(await bare())
+    qa_route = f"{r.final.get('detected_intent')} -> {r.final.get('strategy')}"
+    over = [g - b for g, b in zip(g_times, b_times, strict=True)]
+    over_p50 = pct(over, 0.5) * 1000
+    rows += [
+        Row("overhead: route", qa_route, "LITERATURE_QA -> full_content",
+            r.final.get("strategy") == "full_content"),
+        Row(f"overhead: graph run p50 / p95 (K={args.runs})",
+            f"{pct(g_times, .5) * 1000:.1f} / {pct(g_times, .95) * 1000:.1f} ms"),
+        Row("overhead: bare llm.stream p50 / p95",
+            f"{pct(b_times, .5) * 1000:.1f} / {pct(b_times, .95) * 1000:.1f} ms"),
+        Row("overhead: graph - bare, p50 (paired)", f"{over_p50:.1f} ms", "<= 50 ms",
+            over_p50 <= 50),
+        Row("overhead: graph - bare, p95 (paired)", f"{pct(over, .95) * 1000:.1f} ms"),
+    ]
+    await close_all()
+    return rows
+
+
+def print_table(rows: list[Row], args: argparse.Namespace, total: float, where: str) -> None:
+    print()
+    print(f"## scholarflow fan-out benchmark (N={args.docs}, C={args.cap}, L={args.latency} s)")
+    print()
+    print("| metric | value | target | ok? |")
+    print("|---|---|---|---|")
+    for r in rows:
+        ok = "" if r.ok is None else ("ok" if r.ok else "**MISSED**")
+        print(f"| {r.metric} | {r.value} | {r.target} | {ok} |")
+    print()
+    cores = os.cpu_count()
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = cores
+    print(f"machine: {platform.machine()} {platform.system()} {platform.release()}, "
+          f"{cores} cores ({usable} usable), Python {platform.python_version()}; "
+          f"server {where}; total bench time {total:.1f} s")
+    print("note: numbers are from ONE run on a noisy 2-core machine; expect +-10% between runs.")
+    missed = [r.metric for r in rows if r.ok is False]
+    if missed:
+        print(f"MISSED: {len(missed)} target(s): " + "; ".join(missed))
+    else:
+        print("all targets met")
+
+
+async def amain(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    home = tempfile.TemporaryDirectory(prefix="scholarflow-bench-")
+    os.environ["SCHOLARFLOW_HOME"] = str(Path(home.name) / "home")
+    os.environ["OPENAI_API_KEY"] = "sk-bench-not-a-real-key"
+    os.environ.pop("SCHOLARFLOW_MODEL", None)
+    server: Any = ServerThread(args.latency) if args.in_process else ServerProcess(args.latency)
+    server.start()
+    os.environ["OPENAI_BASE_URL"] = server.base_url
+    try:
+        rows = await bench(args, server)
+    finally:
+        await server.aclose()
+        home.cleanup()
+    where = "in-process thread" if args.in_process else "subprocess"
+    print_table(rows, args, time.perf_counter() - started, where)
+    return 0
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--docs", type=int, default=200, help="documents to summarise (N)")
+    p.add_argument("--cap", type=int, default=10, help="max_concurrent_llm_calls (C)")
+    p.add_argument("--latency", type=float, default=0.2, help="server latency per call, s (L)")
+    p.add_argument("--runs", type=int, default=50, help="graph runs for the overhead (K)")
+    p.add_argument("--warmups", type=int, default=3)
+    p.add_argument("--summary-words", type=int, default=120,
+                   help="words in each scripted summary (streamed 3 words per chunk)")
+    p.add_argument("--answer-words", type=int, default=120,
+                   help="words in the scripted final answer and QA answer")
+    p.add_argument("--in-process", action="store_true",
+                   help="run the scripted server on a thread of this process instead")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    return asyncio.run(amain(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,222 @@
+"""The command line: ask, route and sessions.
+
+Every failure is one line on stderr, `error: <what was wrong, what to do>`,
+and a non-zero exit: 2 for a bad request, 1 for a run that failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+from collections.abc import Iterable, Sequence
+from typing import Any, cast
+
+from scholarflow.context import Context
+from scholarflow.errors import ScholarflowError
+from scholarflow.intents import Intent
+
+EXIT_RUN_FAILED = 1
+EXIT_BAD_INPUT = 2
+
+
+class CliError(ScholarflowError):
+    """A bad request caught before the graph runs."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="scholarflow", description="Answers questions about your academic papers."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    ask = sub.add_parser("ask", help="answer a question, streaming")
+    ask.add_argument("question")
+    _document_args(ask)
+    ask.add_argument("--session", help="continue this session (see `sessions list`)")
+    ask.add_argument("--mode", help="skip intent recognition: " + ", ".join(Intent))
+    ask.add_argument("--web-search", action="store_true", help="search the web in chat")
+    ask.add_argument("--no-thinking", action="store_true", help="hide the workflow's thinking")
+    ask.add_argument("--json", action="store_true", help="print one stream event per line")
+
+    route = sub.add_parser("route", help="print the intent and strategy; generate nothing")
+    route.add_argument("question", help="the question, or - for one question per stdin line")
+    _document_args(route)
+
+    sessions = sub.add_parser("sessions", help="list, show or delete stored sessions")
+    verbs = sessions.add_subparsers(dest="verb", required=True)
+    verbs.add_parser("list", help="one JSON line per session, newest first")
+    show = verbs.add_parser("show", help="one JSON line per message")
+    show.add_argument("session_id")
+    delete = verbs.add_parser("delete", help="delete a session and its messages")
+    delete.add_argument("session_id")
+    return parser
+
+
+def _document_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--file", action="append", default=[], metavar="PATH",
+                        help="a document given directly (repeatable)")
+    parser.add_argument("--kb", help="knowledge base name")
+    parser.add_argument("--doc", action="append", default=[], metavar="ID",
+                        help="a document of the knowledge base (repeatable)")
+
+
+def _question(text: str) -> str:
+    if not text.strip():
+        raise CliError("the question is empty: ask something, e.g. 'summarize this paper'")
+    return text.strip()
+
+
+def _mode(value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        return Intent.parse(value).value
+    except ValueError as exc:
+        raise CliError(f"invalid --mode: {exc}") from None
+
+
+def _documents(paths: Sequence[str]) -> dict[str, str]:
+    from scholarflow.documents import load_document_file
+
+    loaded = [load_document_file(p) for p in paths]
+    return {d.doc_id: d.content for d in loaded}
+
+
+def _graph_input(args: argparse.Namespace, question: str) -> dict[str, Any]:
+    payload: dict[str, Any] = {"query": question}
+    if args.file:
+        payload["document_contents"] = _documents(args.file)
+    if args.kb:
+        payload["kb"] = args.kb
+    if args.doc:
+        payload["doc_ids"] = list(args.doc)
+    return payload
+
+
+async def _ask(args: argparse.Namespace) -> int:
+    from scholarflow.cli_render import JsonRenderer, TerminalRenderer
+    from scholarflow.graph import build_graph
+    from scholarflow.sessions.registry import close_all, session_store
+    from scholarflow.state import InputState
+
+    payload = _graph_input(args, _question(args.question))
+    mode = _mode(args.mode)
+    ctx = Context(show_thinking=not args.no_thinking)
+    if not ctx.llm_configured:
+        raise CliError("no LLM configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for "
+                       "DeepSeek, Qwen, vLLM or Ollama)")
+    try:
+        if args.session and await session_store().get(args.session) is None:
+            raise CliError(f"no session {args.session!r}; see `scholarflow sessions list`")
+        payload.update(session_id=args.session, mode_type=mode,
+                       enable_web_search=args.web_search)
+        renderer = JsonRenderer() if args.json else TerminalRenderer()
+        graph = build_graph()
+        # subgraphs=True: the document_summary subgraph's events come up too.
+        stream = graph.astream(cast(InputState, payload), context=ctx, stream_mode="custom",
+                               subgraphs=True)
+        async for _namespace, event in stream:
+            renderer.handle(cast(dict[str, Any], event))
+    finally:
+        await close_all()
+    if renderer.error is not None:
+        return EXIT_RUN_FAILED
+    return 0 if renderer.final is not None else EXIT_RUN_FAILED
+
+
+async def _route(args: argparse.Namespace) -> int:
+    from scholarflow.nodes.intent import recognise_intent, select_strategy
+    from scholarflow.nodes.request import (
+        document_budget,
+        document_infos,
+        fits_whole,
+        gather_documents,
+    )
+    from scholarflow.state import State
+    from scholarflow.tokens import count_tokens
+
+    ctx = Context()
+    infos = document_infos(gather_documents(cast(State, _graph_input(args, "-"))))
+    questions: Iterable[str] = (
+        (line.rstrip("\n") for line in sys.stdin) if args.question == "-" else [args.question]
+    )
+    failed = False
+    for raw in questions:
+        if not raw.strip():
+            print(json.dumps({"error": "the question is empty"}), flush=True)
+            failed = True
+            continue
+        question = raw.strip()
+        decision = await recognise_intent(ctx, question, documents=infos)
+        strategy = None
+        if infos and decision.intent is not Intent.SIMPLE_INTERACTION:
+            budget = document_budget(ctx, session_tokens=0, query_tokens=count_tokens(question))
+            strategy = select_strategy(decision.intent,
+                                       use_direct_content=fits_whole(ctx, infos, budget),
+                                       document_count=len(infos))
+        print(json.dumps({
+            "intent": decision.intent.value, "confidence": round(decision.confidence, 3),
+            "decided_by": decision.decided_by, "strategy": strategy,
+        }, ensure_ascii=False), flush=True)
+    return EXIT_BAD_INPUT if failed else 0
+
+
+async def _sessions(args: argparse.Namespace) -> int:
+    from scholarflow.sessions.registry import close_all, session_store
+
+    store = session_store()
+    try:
+        if args.verb == "list":
+            for info in await store.list():
+                print(json.dumps({
+                    "session_id": info.session_id, "title": info.title,
+                    "message_count": info.message_count,
+                    "total_token_count": info.total_token_count,
+                    "created_at": info.created_at, "updated_at": info.updated_at,
+                }, ensure_ascii=False))
+            return 0
+        if await store.get(args.session_id) is None:
+            raise CliError(f"no session {args.session_id!r}; see `scholarflow sessions list`")
+        if args.verb == "show":
+            for m in await store.messages(args.session_id):
+                print(json.dumps({
+                    "id": m.id, "type": m.type.value, "token_count": m.token_count,
+                    "compressed": m.compressed, "created_at": m.created_at,
+                    "content": m.content,
+                }, ensure_ascii=False))
+            return 0
+        await store.delete(args.session_id)
+        print(json.dumps({"deleted": args.session_id}))
+        return 0
+    finally:
+        await close_all()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    debug = bool(os.environ.get("SCHOLARFLOW_DEBUG"))
+    logging.basicConfig(level=logging.DEBUG if debug else logging.ERROR,
+                        format="%(levelname)s %(name)s: %(message)s")
+    command = {"ask": _ask, "route": _route, "sessions": _sessions}[args.command]
+    try:
+        return asyncio.run(command(args))
+    except ScholarflowError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if debug:
+            raise
+        print(f"error: unexpected {type(exc).__name__}: {exc} "
+              "(set SCHOLARFLOW_DEBUG=1 for details)", file=sys.stderr)
+        return EXIT_RUN_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,134 @@
+"""Runtime configuration: the graph's `context_schema`.
+
+Every field has the default of DESIGN.md. Secrets and endpoints left unset
+are read from the environment when the context is built; a value the caller
+passed is never overridden. The context is not part of the state, so the API
+key never reaches checkpoints, sessions or events.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from langgraph.runtime import Runtime
+
+DEFAULT_MODEL = "gpt-4o-mini"
+DEFAULT_MAX_CONCURRENT_LLM_CALLS = 10
+
+
+def _doc(text: str) -> Any:
+    return {"description": text}
+
+
+@dataclass(kw_only=True)
+class Context:
+    """How scholarflow runs: model endpoint, budgets, concurrency, recall and display."""
+
+    model_name: str | None = field(
+        default=None,
+        metadata=_doc(f"Chat model name. Default: $SCHOLARFLOW_MODEL, else {DEFAULT_MODEL}."),
+    )
+    openai_api_base: str | None = field(
+        default=None,
+        metadata=_doc("OpenAI-compatible endpoint (DeepSeek, Qwen, vLLM, Ollama). "
+                      "Default: $OPENAI_BASE_URL, else OpenAI."),
+    )
+    openai_api_key: str | None = field(
+        default=None,
+        repr=False,
+        metadata=_doc("API key. Default: $OPENAI_API_KEY. Never stored anywhere."),
+    )
+    max_context_tokens: int = field(
+        default=128_000, metadata=_doc("The model's context window, in tokens.")
+    )
+    system_tokens_estimate: int = field(
+        default=2_000, metadata=_doc("Tokens set aside for system prompts.")
+    )
+    reserved_answer_tokens: int = field(
+        default=8_000, metadata=_doc("Tokens set aside for the answer itself.")
+    )
+    direct_content_threshold: float = field(
+        default=0.7,
+        metadata=_doc("A single document whose tokens are under this share of the "
+                      "available budget is read whole (full_content)."),
+    )
+    max_concurrent_llm_calls: int = field(
+        default=DEFAULT_MAX_CONCURRENT_LLM_CALLS,
+        metadata=_doc("Process-wide cap on LLM calls in flight."),
+    )
+    max_intent_recognition_retries: int = field(
+        default=3, metadata=_doc("LLM attempts when it answers with an invalid intent.")
+    )
+    llm_timeout_seconds: float = field(
+        default=120.0, metadata=_doc("Timeout of one LLM request, in seconds.")
+    )
+    temperature: float = field(default=0.2, metadata=_doc("Sampling temperature."))
+    top_n: int = field(default=10, metadata=_doc("Recall: chunks returned per query."))
+    similarity_threshold: float = field(
+        default=0.2, metadata=_doc("Recall: minimum hybrid score of a chunk.")
+    )
+    vector_similarity_weight: float = field(
+        default=0.3, metadata=_doc("Recall: weight of vector similarity against BM25.")
+    )
+    use_rerank: bool = field(default=False, metadata=_doc("Recall: rerank recalled chunks."))
+    recall_tool_cache_size: int = field(
+        default=100, metadata=_doc("Recall: per-document recall tools kept (LRU).")
+    )
+    search_engine: Literal["tavily", "bocha"] = field(
+        default="tavily", metadata=_doc("Web search engine for chat.")
+    )
+    search_engine_api_key: str | None = field(
+        default=None,
+        repr=False,
+        metadata=_doc("Web search key. Default: $TAVILY_API_KEY or $BOCHA_API_KEY."),
+    )
+    max_results: int = field(default=5, metadata=_doc("Web search: results used."))
+    show_thinking: bool = field(
+        default=True, metadata=_doc("Send thinking events (the workflow's reasoning).")
+    )
+    refresh_summary_cache: bool = field(
+        default=False, metadata=_doc("Regenerate document summaries even when cached.")
+    )
+
+    def __post_init__(self) -> None:
+        if self.model_name is None:
+            self.model_name = os.environ.get("SCHOLARFLOW_MODEL") or DEFAULT_MODEL
+        if self.openai_api_base is None:
+            self.openai_api_base = os.environ.get("OPENAI_BASE_URL") or None
+        if self.openai_api_key is None:
+            self.openai_api_key = os.environ.get("OPENAI_API_KEY") or None
+        if self.search_engine_api_key is None:
+            env = "TAVILY_API_KEY" if self.search_engine == "tavily" else "BOCHA_API_KEY"
+            self.search_engine_api_key = os.environ.get(env) or None
+        self._validate()
+
+    def _validate(self) -> None:
+        positive = ("max_context_tokens", "max_concurrent_llm_calls",
+                    "max_intent_recognition_retries", "top_n", "max_results",
+                    "recall_tool_cache_size")
+        for name in positive:
+            if getattr(self, name) < 1:
+                raise ValueError(f"context.{name} must be at least 1")
+        for name in ("direct_content_threshold", "similarity_threshold",
+                     "vector_similarity_weight"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"context.{name} must be between 0 and 1")
+        if self.llm_timeout_seconds <= 0:
+            raise ValueError("context.llm_timeout_seconds must be positive")
+
+    @property
+    def llm_configured(self) -> bool:
+        """Whether an endpoint or key says where the LLM is."""
+        return bool(self.openai_api_key or self.openai_api_base)
+
+
+def get_context(runtime: Runtime[Context] | None) -> Context:
+    """The run's context, or the defaults and environment when none was given."""
+    ctx = runtime.context if runtime is not None else None
+    if ctx is None:
+        return Context()
+    if isinstance(ctx, dict):  # a server may hand over the raw JSON object
+        return Context(**ctx)
+    return ctx

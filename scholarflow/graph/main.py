@@ -1,0 +1,62 @@
+"""The top graph of DESIGN.md: edges and routing only; the work is in `nodes/`."""
+
+from __future__ import annotations
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+from scholarflow.context import Context
+from scholarflow.graph.recall import build_execution_graph
+from scholarflow.graph.summary import build_summary_graph
+from scholarflow.llm import LLM_RETRY
+from scholarflow.nodes.answer import answer_generation
+from scholarflow.nodes.chat import simple_interaction
+from scholarflow.nodes.errors import handle_node_error
+from scholarflow.nodes.intent import (
+    intent_recognition,
+    route_after_intent,
+    route_after_strategy,
+    strategy_selection,
+)
+from scholarflow.nodes.recall import plan_generation, sub_question_generation
+from scholarflow.nodes.request import document_check, request_init, route_after_document_check
+from scholarflow.nodes.session_save import session_save
+from scholarflow.state import InputState, OutputState, State
+
+ScholarflowGraph = CompiledStateGraph[State, Context, InputState, OutputState]
+
+
+def build_graph(checkpointer: BaseCheckpointSaver[str] | None = None) -> ScholarflowGraph:
+    """The compiled scholarflow graph; pass a checkpointer to persist runs."""
+    builder = StateGraph(
+        State, context_schema=Context, input_schema=InputState, output_schema=OutputState
+    )
+    # A failing node reports node_error and the run still saves the user's message.
+    builder.set_node_defaults(error_handler=handle_node_error)
+
+    builder.add_node("request_init", request_init)
+    builder.add_node("document_check", document_check)
+    builder.add_node("intent_recognition", intent_recognition)
+    builder.add_node("strategy_selection", strategy_selection)
+    builder.add_node("document_summary", build_summary_graph())
+    builder.add_node("sub_question_generation", sub_question_generation, retry_policy=LLM_RETRY)
+    builder.add_node("plan_generation", plan_generation)
+    builder.add_node("execution", build_execution_graph())
+    builder.add_node("answer_generation", answer_generation, retry_policy=LLM_RETRY)
+    builder.add_node("simple_interaction", simple_interaction, retry_policy=LLM_RETRY)
+    builder.add_node("session_save", session_save)
+
+    builder.add_edge(START, "request_init")
+    builder.add_edge("request_init", "document_check")
+    builder.add_conditional_edges("document_check", route_after_document_check)
+    builder.add_conditional_edges("intent_recognition", route_after_intent)
+    builder.add_conditional_edges("strategy_selection", route_after_strategy)
+    builder.add_edge("document_summary", "answer_generation")
+    builder.add_edge("sub_question_generation", "plan_generation")
+    builder.add_edge("plan_generation", "execution")
+    builder.add_edge("execution", "answer_generation")
+    builder.add_edge("answer_generation", "session_save")
+    builder.add_edge("simple_interaction", "session_save")
+    builder.add_edge("session_save", END)
+    return builder.compile(checkpointer=checkpointer, name="scholarflow")

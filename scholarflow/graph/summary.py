@@ -1,0 +1,43 @@
+"""The document_summary subgraph (strategy multi_doc_summary)."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+from scholarflow.context import Context
+from scholarflow.llm import LLM_RETRY
+from scholarflow.nodes.summary import (
+    SummaryInput,
+    SummaryOutput,
+    SummaryState,
+    collect_summaries,
+    dispatch_summaries,
+    load_cached_summaries,
+    summarize_document,
+    summary_failed,
+)
+from scholarflow.state import DocSummaryTask
+
+
+def build_summary_graph() -> CompiledStateGraph[SummaryState, Context, SummaryInput, SummaryOutput]:
+    builder = StateGraph(
+        SummaryState, context_schema=Context, input_schema=SummaryInput, output_schema=SummaryOutput
+    )
+    builder.add_node("load_cached_summaries", load_cached_summaries)
+    builder.add_node(  # type: ignore[call-overload]  # mypy can't match a Send target's input
+        "summarize_document", summarize_document, input_schema=DocSummaryTask,
+        retry_policy=LLM_RETRY,
+        # LangGraph injects NodeError by annotation; its node protocols don't model that.
+        error_handler=cast(Any, summary_failed),
+    )
+    builder.add_edge(START, "load_cached_summaries")
+    builder.add_node("collect_summaries", collect_summaries)
+    builder.add_conditional_edges(
+        "load_cached_summaries", dispatch_summaries, ["summarize_document", "collect_summaries"]
+    )
+    builder.add_edge("summarize_document", "collect_summaries")
+    builder.add_edge("collect_summaries", END)
+    return builder.compile(name="document_summary")

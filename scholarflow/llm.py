@@ -1,0 +1,263 @@
+"""The one place that builds chat models and applies the process-wide LLM cap.
+
+Every LLM call, streamed or not, goes through `complete` or `stream`, which
+hold a slot of the process-wide `LLMLimiter` for the whole call and give it
+back the moment the call ends. Errors come out typed: `RetryableLLMError`
+(429, 5xx, timeouts, dropped connections), retried by the nodes'
+`LLM_RETRY` policy, and `FatalLLMError`. The client's own retries are off so
+that the node policy is the only retry layer and a backoff never holds a slot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import httpx
+import openai
+from langchain_core.messages import AIMessage, AIMessageChunk
+from langchain_openai import ChatOpenAI
+from langgraph.types import RetryPolicy
+
+from scholarflow.context import DEFAULT_MAX_CONCURRENT_LLM_CALLS, Context
+from scholarflow.errors import ConfigurationError, FatalLLMError, RetryableLLMError
+from scholarflow.state import LLMUsage
+
+logger = logging.getLogger(__name__)
+
+Prompt = Sequence[tuple[str, str]]  # (role, content) pairs: "system", "user", "assistant"
+
+LLM_RETRY = RetryPolicy(
+    initial_interval=0.5,
+    backoff_factor=2.0,
+    max_interval=8.0,
+    max_attempts=4,
+    jitter=True,
+    retry_on=RetryableLLMError,
+)
+
+
+class LLMLimiter:
+    """A FIFO counting limiter whose capacity can change while it is in use.
+
+    asyncio.Semaphore cannot be resized; the adaptive limit of a later issue
+    needs that, and FIFO hand-over keeps slots busy while work waits.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self._capacity = capacity
+        self._in_flight = 0
+        self._waiters: deque[asyncio.Future[None]] = deque()
+        self.max_in_flight = 0
+
+    @property
+    def capacity(self) -> int:
+        return self._capacity
+
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
+
+    def set_capacity(self, capacity: int) -> None:
+        self._capacity = max(1, capacity)
+        self._hand_over()
+
+    def reset_stats(self) -> None:
+        self.max_in_flight = self._in_flight
+
+    async def acquire(self) -> None:
+        if self._in_flight < self._capacity and not self._waiters:
+            self._take()
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self.release()  # the slot was handed over just as we were cancelled
+            else:
+                self._waiters.remove(waiter)
+            raise
+
+    def release(self) -> None:
+        self._in_flight -= 1
+        self._hand_over()
+
+    def _take(self) -> None:
+        self._in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self._in_flight)
+
+    def _hand_over(self) -> None:
+        while self._waiters and self._in_flight < self._capacity:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                self._take()
+                waiter.set_result(None)
+
+    @asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        await self.acquire()
+        try:
+            yield
+        finally:
+            self.release()
+
+
+_LIMITER = LLMLimiter(DEFAULT_MAX_CONCURRENT_LLM_CALLS)
+
+
+def limiter(ctx: Context | None = None) -> LLMLimiter:
+    """The process-wide limiter, sized by the latest context that asked for it."""
+    if ctx is not None and ctx.max_concurrent_llm_calls != _LIMITER.capacity:
+        _LIMITER.set_capacity(ctx.max_concurrent_llm_calls)
+    return _LIMITER
+
+
+@dataclass(frozen=True, slots=True)
+class LLMResult:
+    text: str
+    usage: LLMUsage
+    reasoning: str = ""
+
+
+def chat_model(ctx: Context) -> ChatOpenAI:
+    """The chat model for this context; one instance (and connection pool) per endpoint."""
+    if not ctx.llm_configured:
+        raise ConfigurationError(
+            "no LLM configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for DeepSeek, "
+            "Qwen, vLLM or Ollama), or pass openai_api_key in the context"
+        )
+    assert ctx.model_name is not None  # filled by Context.__post_init__
+    return _cached_model(
+        ctx.model_name, ctx.openai_api_base, ctx.openai_api_key,
+        ctx.llm_timeout_seconds, ctx.temperature,
+    )
+
+
+@lru_cache(maxsize=32)
+def _cached_model(
+    model: str, base_url: str | None, api_key: str | None, timeout: float, temperature: float
+) -> ChatOpenAI:
+    return ChatOpenAI(
+        model=model,
+        base_url=base_url,
+        # Local servers (vLLM, Ollama) need no key, but the client insists on one.
+        api_key=api_key or "not-needed",  # type: ignore[arg-type]
+        timeout=timeout,
+        max_retries=0,
+        temperature=temperature,
+        stream_usage=True,
+    )
+
+
+def translate_error(exc: BaseException, ctx: Context) -> Exception:
+    """A typed, one-line error for a failed call; never includes the key."""
+    where = ctx.openai_api_base or "the OpenAI API"
+    if isinstance(exc, openai.RateLimitError):
+        return RetryableLLMError(f"the model endpoint is rate limiting requests (429) at {where}")
+    if isinstance(exc, openai.APITimeoutError | asyncio.TimeoutError | httpx.TimeoutException):
+        return RetryableLLMError(
+            f"the model did not answer within {ctx.llm_timeout_seconds:g} s at {where}"
+        )
+    if isinstance(exc, openai.APIConnectionError | httpx.TransportError):
+        return RetryableLLMError(f"cannot reach the model at {where}: check OPENAI_BASE_URL")
+    if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
+        return FatalLLMError(
+            f"the model endpoint {where} rejected the API key: check OPENAI_API_KEY"
+        )
+    if isinstance(exc, openai.NotFoundError):
+        return FatalLLMError(
+            f"model {ctx.model_name!r} was not found at {where}: check SCHOLARFLOW_MODEL"
+        )
+    if isinstance(exc, openai.APIStatusError):
+        if exc.status_code >= 500:
+            return RetryableLLMError(f"the model endpoint failed ({exc.status_code}) at {where}")
+        return FatalLLMError(
+            f"the model endpoint rejected the request ({exc.status_code}): {_first_line(exc)}"
+        )
+    if isinstance(exc, Exception):
+        return exc
+    raise exc  # KeyboardInterrupt and friends are not ours to translate
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+
+
+def _usage(node: str, ctx: Context, message: AIMessage | None, started: float) -> LLMUsage:
+    meta = message.usage_metadata if message is not None else None
+    usage = LLMUsage(
+        node=node,
+        model=ctx.model_name or "",
+        input_tokens=meta["input_tokens"] if meta else 0,
+        output_tokens=meta["output_tokens"] if meta else 0,
+        seconds=round(time.perf_counter() - started, 4),
+    )
+    logger.debug("llm call %s", usage)
+    return usage
+
+
+async def complete(ctx: Context, prompt: Prompt, *, node: str) -> LLMResult:
+    """One non-streamed call through the limiter."""
+    model = chat_model(ctx)
+    async with limiter(ctx).slot():
+        started = time.perf_counter()
+        try:
+            message = await model.ainvoke(list(prompt))
+        except Exception as exc:
+            raise translate_error(exc, ctx) from exc
+    return LLMResult(text=message.text, usage=_usage(node, ctx, message, started))
+
+
+async def stream(
+    ctx: Context,
+    prompt: Prompt,
+    *,
+    node: str,
+    on_text: Callable[[str], None],
+    on_reasoning: Callable[[str], None] | None = None,
+) -> LLMResult:
+    """One streamed call through the limiter; `on_text` gets each piece as it arrives.
+
+    A failure after text went out is fatal: retrying would repeat what the
+    reader already saw.
+    """
+    model = chat_model(ctx)
+    parts: list[str] = []
+    reasoning: list[str] = []
+    total: AIMessageChunk | None = None
+    async with limiter(ctx).slot():
+        started = time.perf_counter()
+        try:
+            async for chunk in model.astream(list(prompt)):
+                total = chunk if total is None else total + chunk
+                thought = chunk.additional_kwargs.get("reasoning_content")
+                if thought and on_reasoning is not None:
+                    reasoning.append(str(thought))
+                    on_reasoning(str(thought))
+                if text := chunk.text:
+                    parts.append(text)
+                    on_text(text)
+        except Exception as exc:
+            error = translate_error(exc, ctx)
+            if parts and isinstance(error, RetryableLLMError):
+                raise FatalLLMError(f"the answer stream broke off: {error}") from exc
+            raise error from exc
+    return LLMResult(
+        text="".join(parts),
+        usage=_usage(node, ctx, total, started),
+        reasoning="".join(reasoning),
+    )
+
+
+def usage_update(*results: LLMResult) -> dict[str, Any]:
+    """The state update that records these calls' usage."""
+    return {"usage": [r.usage for r in results]}

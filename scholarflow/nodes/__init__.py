@@ -1,0 +1,1 @@
+"""The graph's nodes: one module per node or node family."""

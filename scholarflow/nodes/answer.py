@@ -1,0 +1,169 @@
+"""answer_generation: the intent's prompt over what the strategy gathered, streamed.
+
+No prompt ever exceeds the model's context minus the reserved answer tokens:
+the document of full_content was admitted against that budget, and summaries
+are packed into groups that each fit it, reported on in parallel, and merged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from scholarflow import llm
+from scholarflow.context import Context, get_context
+from scholarflow.errors import NotSupportedError, ScholarflowError
+from scholarflow.events import Thinking, emit, node_complete
+from scholarflow.intents import Intent
+from scholarflow.language import answer_language
+from scholarflow.nodes.common import format_document, history_messages
+from scholarflow.nodes.packing import pack_groups
+from scholarflow.prompts import (
+    LITERATURE_QA_PROMPT,
+    MULTI_DOC_SUMMARY_FINAL_MERGE_PROMPT,
+    MULTI_DOC_SUMMARY_PROMPT,
+    MULTI_DOC_SUMMARY_SYNTHESIS_PROMPT,
+    PAPER_REVIEW_PROMPT,
+    REVIEW_GENERATION_FINAL_MERGE_PROMPT,
+    REVIEW_GENERATION_PROMPT,
+    REVIEW_GENERATION_SYNTHESIS_PROMPT,
+    SINGLE_DOC_SUMMARY_PROMPT,
+    PromptTemplate,
+)
+from scholarflow.state import LLMUsage, State
+from scholarflow.tokens import MESSAGE_OVERHEAD_TOKENS, count_message_tokens, count_tokens
+from scholarflow.tokens import truncate_to_tokens as truncate
+
+NODE = "answer_generation"
+
+# The prompt that reads the documents (or summaries) for each intent.
+DIRECT_PROMPTS: dict[Intent, PromptTemplate] = {
+    Intent.LITERATURE_SUMMARY: SINGLE_DOC_SUMMARY_PROMPT,
+    Intent.REVIEW_GENERATION: REVIEW_GENERATION_PROMPT,
+    Intent.PAPER_REVIEW: PAPER_REVIEW_PROMPT,
+    Intent.LITERATURE_QA: LITERATURE_QA_PROMPT,
+}
+# multi_doc_summary: (one group, each of several groups, the final merge).
+SUMMARY_PROMPTS: dict[Intent, tuple[PromptTemplate, PromptTemplate, PromptTemplate]] = {
+    Intent.LITERATURE_SUMMARY: (
+        MULTI_DOC_SUMMARY_PROMPT,
+        MULTI_DOC_SUMMARY_SYNTHESIS_PROMPT,
+        MULTI_DOC_SUMMARY_FINAL_MERGE_PROMPT,
+    ),
+    Intent.REVIEW_GENERATION: (
+        REVIEW_GENERATION_PROMPT,
+        REVIEW_GENERATION_SYNTHESIS_PROMPT,
+        REVIEW_GENERATION_FINAL_MERGE_PROMPT,
+    ),
+}
+
+
+def prompt_budget(ctx: Context) -> int:
+    """The most tokens any one prompt may have."""
+    return ctx.max_context_tokens - ctx.reserved_answer_tokens
+
+
+class _Answerer:
+    """One answer_generation run: its context, question, history and usage."""
+
+    def __init__(self, ctx: Context, state: State) -> None:
+        self.ctx = ctx
+        self.query = state["query"]
+        self.language = answer_language(self.query)
+        # History may take at most half the prompt: the documents matter more.
+        self.history = history_messages(state, "answer", prompt_budget(ctx) // 2)
+        self.thinking = Thinking(ctx.show_thinking, NODE)
+        self.usage: list[LLMUsage] = []
+
+    def fill(self, template: PromptTemplate, material: str, **extra: str) -> str:
+        """The template with its one material variable (documents, summaries or reports)."""
+        (var,) = template.variables - {"language", "group", "groups"}
+        return template.format(language=self.language, **{var: material}, **extra)
+
+    def room(self, template: PromptTemplate, history: bool, **extra: str) -> int:
+        """Tokens left for the material in `template` once everything else is counted."""
+        turns = [self.fill(template, "", **extra), self.query,
+                 *(c for _, c in self.history if history)]
+        return prompt_budget(self.ctx) - count_message_tokens(turns) - MESSAGE_OVERHEAD_TOKENS
+
+    async def stream_answer(self, system: str) -> str:
+        self.thinking.end()
+        prompt = [("system", system), *self.history, ("user", self.query)]
+        result = await llm.stream(
+            self.ctx, prompt, node=NODE,
+            on_text=lambda text: emit("answer_chunk", content=text),
+            on_reasoning=self.thinking.stream,
+        )
+        self.usage.append(result.usage)
+        return result.text
+
+    async def full_content(self, state: State, intent: Intent) -> str:
+        template = DIRECT_PROMPTS[intent]
+        room = self.room(template, True)
+        docs = state.get("documents") or []
+        contents = state.get("document_contents") or {}
+        share = max(room // max(len(docs), 1), 0)
+        parts = []
+        for doc in docs:
+            text = contents[doc["doc_id"]]
+            if doc["tokens"] > share:  # admitted against a looser budget; never overflow
+                text = truncate(text, share)
+                self.thinking.say(f"Shortened {doc['title']!r} to {share} tokens to fit.")
+            parts.append(format_document(doc["title"], doc["doc_id"], text))
+        return await self.stream_answer(self.fill(template, "\n\n".join(parts)))
+
+    async def from_summaries(self, state: State, intent: Intent) -> str:
+        summaries = state.get("document_summaries") or {}
+        ordered = [summaries[d["doc_id"]] for d in state.get("documents") or []
+                   if d["doc_id"] in summaries]
+        if not ordered:
+            raise ScholarflowError("no document could be summarised; see the errors above")
+        one, synthesis, merge = SUMMARY_PROMPTS[intent]
+        items = [format_document(s["title"], s["doc_id"], s["summary"]) for s in ordered]
+        final = one
+        while True:
+            room = self.room(final, True)
+            groups = pack_groups([count_tokens(i) + 2 for i in items], room)
+            if len(groups) == 1:
+                return await self.stream_answer(self.fill(final, "\n\n".join(items)))
+            items = await self.group_reports(synthesis, items, groups)
+            final = merge
+
+    async def group_reports(
+        self, template: PromptTemplate, items: list[str], groups: list[list[int]]
+    ) -> list[str]:
+        room = self.room(template, False, group="999", groups="999")
+        if len(groups) == len(items):  # every item alone: halve them so pairs fit
+            items = [truncate(i, room // 2) for i in items]
+            groups = pack_groups([count_tokens(i) + 2 for i in items], room)
+        self.thinking.say(
+            f"{len(items)} texts are too long for one prompt: writing {len(groups)} "
+            "partial reports in parallel, then merging them."
+        )
+
+        async def report(n: int, group: list[int]) -> str:
+            text = "\n\n".join(truncate(items[i], room) for i in group)
+            system = self.fill(template, text, group=str(n), groups=str(len(groups)))
+            result = await llm.complete(self.ctx, [("system", system), ("user", self.query)],
+                                        node=NODE)
+            self.usage.append(result.usage)
+            return f"<report part=\"{n}\">\n{result.text.strip()}\n</report>"
+
+        return list(await asyncio.gather(*(report(n, g) for n, g in enumerate(groups, 1))))
+
+
+async def answer_generation(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    ctx = get_context(runtime)
+    intent = Intent.parse(state.get("detected_intent") or Intent.LITERATURE_QA)
+    strategy = state.get("strategy")
+    answerer = _Answerer(ctx, state)
+    if strategy == "multi_doc_summary":
+        answer = await answerer.from_summaries(state, intent)
+    elif strategy == "full_content":
+        answer = await answerer.full_content(state, intent)
+    else:
+        raise NotSupportedError(f"answering from strategy {strategy!r} is not built yet")
+    node_complete(NODE, intent=intent.value, strategy=strategy)
+    return {"answer": answer, "usage": answerer.usage}

@@ -1,0 +1,162 @@
+"""intent_recognition and strategy_selection.
+
+`recognise_intent` and `select_strategy` are plain functions so that
+`scholarflow route` decides exactly as the graph does, without running it.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from langgraph.runtime import Runtime
+
+from scholarflow import llm
+from scholarflow.context import Context, get_context
+from scholarflow.errors import LLMError
+from scholarflow.events import Thinking, node_complete
+from scholarflow.intents import Intent
+from scholarflow.nodes.common import history_text
+from scholarflow.nodes.intent_parse import parse_intent_reply
+from scholarflow.nodes.intent_rules import classify_by_rules
+from scholarflow.prompts import INTENT_RECOGNITION_PROMPT
+from scholarflow.state import DecidedBy, DocumentInfo, LLMUsage, State, Strategy
+
+logger = logging.getLogger(__name__)
+
+SUMMARY_INTENTS = frozenset({Intent.LITERATURE_SUMMARY, Intent.REVIEW_GENERATION})
+
+
+@dataclass(frozen=True, slots=True)
+class IntentDecision:
+    intent: Intent
+    confidence: float
+    decided_by: DecidedBy
+    reason: str
+    usage: tuple[LLMUsage, ...] = ()
+
+
+async def recognise_intent(
+    ctx: Context,
+    query: str,
+    *,
+    mode_type: str | None = None,
+    documents: list[DocumentInfo] | None = None,
+    history: str = "(none)",
+) -> IntentDecision:
+    """mode_type wins; else unambiguous rules; else the LLM; else the rules' best guess."""
+    if mode_type:
+        return IntentDecision(Intent.parse(mode_type), 1.0, "override", "mode_type given")
+    verdict = classify_by_rules(query, has_documents=bool(documents))
+    if verdict.unambiguous:
+        return IntentDecision(verdict.intent, verdict.confidence, "rules", verdict.reason)
+    if not ctx.llm_configured:
+        return IntentDecision(
+            verdict.intent, verdict.confidence, "fallback", f"no LLM; {verdict.reason}"
+        )
+    system = INTENT_RECOGNITION_PROMPT.format(
+        document_list=_document_list(documents or []), history=history
+    )
+    usage: list[LLMUsage] = []
+    for attempt in range(1, ctx.max_intent_recognition_retries + 1):
+        try:
+            result = await llm.complete(
+                ctx, [("system", system), ("user", query)], node="intent_recognition"
+            )
+        except LLMError as exc:
+            logger.info("intent LLM failed, rules decide: %s", exc)
+            return IntentDecision(
+                verdict.intent, verdict.confidence, "fallback",
+                f"LLM failed ({exc}); {verdict.reason}", tuple(usage),
+            )
+        usage.append(result.usage)
+        parsed = parse_intent_reply(result.text)
+        if parsed is not None:
+            return IntentDecision(
+                parsed.intent, parsed.confidence, "llm", parsed.reason, tuple(usage)
+            )
+        logger.info("attempt %d: no valid intent in %r", attempt, result.text[:200])
+    return IntentDecision(
+        verdict.intent, verdict.confidence, "fallback",
+        f"LLM gave no valid intent; {verdict.reason}", tuple(usage),
+    )
+
+
+def _document_list(documents: list[DocumentInfo]) -> str:
+    if not documents:
+        return "(none)"
+    shown = [f"- {d['title']} ({d['tokens']} tokens)" for d in documents[:20]]
+    if len(documents) > 20:
+        shown.append(f"- … and {len(documents) - 20} more")
+    return "\n".join(shown)
+
+
+def select_strategy(intent: Intent, *, use_direct_content: bool, document_count: int) -> Strategy:
+    """Seed 004's rule, verbatim."""
+    if use_direct_content:
+        return "full_content"
+    if document_count > 1 and intent in SUMMARY_INTENTS:
+        return "multi_doc_summary"
+    return "chunk_recall"
+
+
+async def intent_recognition(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    ctx = get_context(runtime)
+    decision = await recognise_intent(
+        ctx,
+        state["query"],
+        mode_type=state.get("mode_type"),
+        documents=state.get("documents"),
+        history=history_text(state, "intent"),
+    )
+    Thinking(ctx.show_thinking, "intent_recognition").say(
+        f"Intent: {decision.intent.value} (confidence {decision.confidence:.2f}, "
+        f"decided by {decision.decided_by}: {decision.reason})."
+    )
+    node_complete(
+        "intent_recognition", intent=decision.intent.value, decided_by=decision.decided_by
+    )
+    return {
+        "detected_intent": decision.intent.value,
+        "intent_confidence": decision.confidence,
+        "intent_decided_by": decision.decided_by,
+        "intent_reason": decision.reason,
+        "usage": list(decision.usage),
+    }
+
+
+def route_after_intent(state: State) -> Literal["simple_interaction", "strategy_selection"]:
+    if state.get("detected_intent") == Intent.SIMPLE_INTERACTION:
+        return "simple_interaction"
+    return "strategy_selection"
+
+
+async def strategy_selection(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    ctx = get_context(runtime)
+    intent = Intent.parse(state.get("detected_intent") or Intent.LITERATURE_QA)
+    documents = state.get("documents") or []
+    strategy = select_strategy(
+        intent,
+        use_direct_content=bool(state.get("use_direct_content")),
+        document_count=len(documents),
+    )
+    why = {
+        "full_content": "one document that fits the context: read it whole",
+        "multi_doc_summary": f"{len(documents)} documents to summarise: one summary each",
+        "chunk_recall": "too much text to read whole: recall the relevant passages",
+    }[strategy]
+    Thinking(ctx.show_thinking, "strategy_selection").say(f"Strategy: {strategy} ({why}).")
+    node_complete("strategy_selection", strategy=strategy)
+    return {"strategy": strategy}
+
+
+def route_after_strategy(
+    state: State,
+) -> Literal["answer_generation", "document_summary", "sub_question_generation"]:
+    strategy = state.get("strategy")
+    if strategy == "full_content":
+        return "answer_generation"
+    if strategy == "multi_doc_summary":
+        return "document_summary"
+    return "sub_question_generation"

@@ -1,0 +1,70 @@
+"""session_save: store the turn, update the statistics, compress a long session.
+
+The user's message is stored even when the answer failed, so nothing the
+person typed is lost. The last event of every run comes from here:
+final_answer, or error with the message of the node that failed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from scholarflow import llm
+from scholarflow.context import Context, get_context
+from scholarflow.errors import ScholarflowError
+from scholarflow.events import Thinking, emit, node_complete
+from scholarflow.prompts import SESSION_COMPRESSION_PROMPT
+from scholarflow.sessions.compression import maybe_compress
+from scholarflow.sessions.models import Message, MessageType
+from scholarflow.sessions.registry import session_store
+from scholarflow.state import LLMUsage, State
+
+logger = logging.getLogger(__name__)
+NODE = "session_save"
+COMPRESSION_MAX_WORDS = 400
+
+
+async def session_save(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    ctx = get_context(runtime)
+    session_id = state.get("session_id")
+    answer = state.get("answer") or ""
+    error = state.get("error")
+    usage: list[LLMUsage] = []
+    compressed: Message | None = None
+    if session_id:
+        store = session_store()
+        await store.add_message(session_id, MessageType.USER, state["query"])
+        if answer and not error:
+            await store.add_message(session_id, MessageType.ASSISTANT, answer)
+
+        async def summarize(messages: Sequence[Message]) -> str:
+            conversation = "\n\n".join(f"{m.type.value}: {m.content}" for m in messages)
+            prompt = SESSION_COMPRESSION_PROMPT.format(
+                max_words=COMPRESSION_MAX_WORDS, conversation=conversation
+            )
+            result = await llm.complete(ctx, [("user", prompt)], node=NODE)
+            usage.append(result.usage)
+            return result.text.strip()
+
+        try:
+            compressed = await maybe_compress(
+                store, session_id, max_context_tokens=ctx.max_context_tokens, summarize=summarize
+            )
+        except ScholarflowError as exc:  # the turn is saved; compression can wait a turn
+            logger.warning("session %s not compressed: %s", session_id, exc)
+        if compressed is not None:
+            Thinking(ctx.show_thinking, NODE).say(
+                "The session grew long: its older messages are now one summary."
+            )
+    node_complete(NODE, session_id=session_id, compressed=compressed is not None)
+    if error:
+        emit("error", message=error, session_id=session_id)
+    else:
+        emit("final_answer", answer=answer, session_id=session_id,
+             intent=state.get("detected_intent"), strategy=state.get("strategy"),
+             sources=state.get("sources") or [])
+    return {"usage": usage}

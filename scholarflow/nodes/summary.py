@@ -1,0 +1,139 @@
+"""The nodes of the document_summary subgraph: cache lookup, then one summary per document.
+
+Request arrives -> batch cache lookup -> hits used as they are -> misses
+summarised in parallel (one Send each, every call through the LLM limiter)
+-> new summaries cached -> all summaries merged (seed 004, 6.4).
+"""
+
+from __future__ import annotations
+
+import logging
+import operator
+from typing import Annotated, Any, TypedDict
+
+from langgraph.errors import NodeError
+from langgraph.runtime import Runtime
+from langgraph.types import Send
+
+from scholarflow import llm
+from scholarflow.context import Context, get_context
+from scholarflow.errors import NotSupportedError
+from scholarflow.events import Thinking, emit, node_complete
+from scholarflow.prompts import DOCUMENT_CONDENSED_SUMMARY_PROMPT
+from scholarflow.sessions.cache import summary_cache_key
+from scholarflow.sessions.registry import summary_cache
+from scholarflow.state import DocSummary, DocSummaryTask, DocumentInfo, LLMUsage, merge_summaries
+from scholarflow.tokens import count_tokens
+
+logger = logging.getLogger(__name__)
+
+SUMMARY_MAX_WORDS = 250
+_PROMPT_OVERHEAD_TOKENS = count_tokens(
+    DOCUMENT_CONDENSED_SUMMARY_PROMPT.format(max_words=SUMMARY_MAX_WORDS, title="", content="")
+)
+
+
+class SummaryInput(TypedDict):
+    documents: list[DocumentInfo]
+    document_contents: dict[str, str]
+
+
+class SummaryOutput(TypedDict):
+    # Not in SummaryInput, so these start empty and the parent receives only what is new.
+    document_summaries: Annotated[dict[str, DocSummary], merge_summaries]
+    usage: Annotated[list[LLMUsage], operator.add]
+
+
+class SummaryState(SummaryInput, SummaryOutput):
+    """The subgraph's state: its input documents and the summaries it produces."""
+
+
+async def load_cached_summaries(state: SummaryState, runtime: Runtime[Context]) -> dict[str, Any]:
+    ctx = get_context(runtime)
+    documents = state["documents"]
+    hits: dict[str, DocSummary] = {}
+    if not ctx.refresh_summary_cache:
+        keys = {summary_cache_key(d["doc_id"], d["content_hash"]): d for d in documents}
+        found = await summary_cache().get_many(list(keys))
+        for key, summary in found.items():
+            doc = keys[key]
+            hits[doc["doc_id"]] = DocSummary(
+                doc_id=doc["doc_id"], title=doc["title"], summary=summary,
+                tokens=count_tokens(summary), cached=True,
+            )
+    emit("doc_summary_init", total=len(documents), cached=len(hits),
+         to_generate=len(documents) - len(hits), refresh=ctx.refresh_summary_cache)
+    for hit in hits.values():
+        emit("doc_summary_complete", doc_id=hit["doc_id"], title=hit["title"], cached=True)
+    node_complete("load_cached_summaries", cached=len(hits))
+    return {"document_summaries": hits}
+
+
+def dispatch_summaries(state: SummaryState) -> list[Send] | str:
+    """One Send per document still without a summary; straight on when the cache had all."""
+    done = state.get("document_summaries") or {}
+    sends = [
+        Send("summarize_document", DocSummaryTask(
+            doc_id=d["doc_id"], title=d["title"], content_hash=d["content_hash"],
+            content=state["document_contents"][d["doc_id"]],
+        ))
+        for d in state["documents"]
+        if d["doc_id"] not in done
+    ]
+    return sends or "collect_summaries"
+
+
+async def summarize_document(task: DocSummaryTask, runtime: Runtime[Context]) -> dict[str, Any]:
+    ctx = get_context(runtime)
+    doc_id, title = task["doc_id"], task["title"]
+    limit = ctx.max_context_tokens - ctx.reserved_answer_tokens - _PROMPT_OVERHEAD_TOKENS
+    tokens = count_tokens(task["content"])
+    if tokens > limit:
+        raise NotSupportedError(
+            f"{title!r} has {tokens} tokens, more than the {limit} one summary prompt can "
+            "hold; summarising large documents from recalled chunks needs a knowledge base"
+        )
+    emit("doc_summary_start", doc_id=doc_id, title=title)
+    prompt = DOCUMENT_CONDENSED_SUMMARY_PROMPT.format(
+        max_words=SUMMARY_MAX_WORDS, title=title, content=task["content"]
+    )
+    result = await llm.stream(
+        ctx, [("user", prompt)], node="summarize_document",
+        on_text=lambda text: emit("doc_summary_chunk", doc_id=doc_id, content=text),
+    )
+    summary = result.text.strip()
+    if not summary:
+        raise NotSupportedError(f"the model returned an empty summary for {title!r}")
+    await summary_cache().set(summary_cache_key(doc_id, task["content_hash"]), summary)
+    emit("doc_summary_complete", doc_id=doc_id, title=title, cached=False,
+         tokens=count_tokens(summary))
+    node_complete("summarize_document", doc_id=doc_id)
+    return {
+        "document_summaries": {doc_id: DocSummary(
+            doc_id=doc_id, title=title, summary=summary,
+            tokens=count_tokens(summary), cached=False,
+        )},
+        "usage": [result.usage],
+    }
+
+
+async def collect_summaries(state: SummaryState, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Close the subgraph: say what was summarised, cached or lost."""
+    ctx = get_context(runtime)
+    summaries = state.get("document_summaries") or {}
+    cached = sum(1 for s in summaries.values() if s["cached"])
+    failed = len(state["documents"]) - len(summaries)
+    Thinking(ctx.show_thinking, "document_summary").say(
+        f"{len(summaries)} of {len(state['documents'])} documents summarised "
+        f"({cached} from cache" + (f", {failed} failed)." if failed else ").")
+    )
+    node_complete("document_summary", summarised=len(summaries), cached=cached, failed=failed)
+    return {}
+
+
+async def summary_failed(task: DocSummaryTask, error: NodeError) -> dict[str, Any]:
+    """One document failing does not sink the others: report it and go on."""
+    message = str(error.error) or type(error.error).__name__
+    logger.warning("summary of %s failed: %s", task.get("doc_id"), message)
+    emit("doc_summary_error", doc_id=task.get("doc_id"), title=task.get("title"), error=message)
+    return {}

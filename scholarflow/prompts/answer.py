@@ -1,0 +1,130 @@
+"""Answer prompts, one per intent and stage. The user's question follows as its own message."""
+
+from scholarflow.prompts.base import prompt
+
+_RULES = """
+Ground every statement in the material above; when it does not say, say so plainly \
+instead of guessing. Write your answer in {language}, in Markdown."""
+
+SINGLE_DOC_SUMMARY_PROMPT = prompt(
+    "SINGLE_DOC_SUMMARY_PROMPT",
+    """You summarise an academic document for a researcher.
+
+{documents}
+
+Give: the problem and motivation; the method; the main results with their numbers; \
+the limitations; a one-sentence takeaway. Follow any focus the user asks for.""" + _RULES,
+    "documents",
+    "language",
+)
+
+MULTI_DOC_SUMMARY_PROMPT = prompt(
+    "MULTI_DOC_SUMMARY_PROMPT",
+    """You summarise a set of academic documents for a researcher. Below is a condensed \
+summary of each.
+
+{summaries}
+
+Summarise each document in a few sentences (name it by its title), then say what they \
+share, where they differ, and what they add up to. Follow any focus the user asks \
+for.""" + _RULES,
+    "summaries",
+    "language",
+)
+
+MULTI_DOC_SUMMARY_SYNTHESIS_PROMPT = prompt(
+    "MULTI_DOC_SUMMARY_SYNTHESIS_PROMPT",
+    """You are writing part {group} of {groups} of a summary of many academic documents. \
+Below are condensed summaries of the documents in this part.
+
+{summaries}
+
+Write an intermediate report: each document's main point and results in one or two \
+sentences (name it by its title), then the themes that connect them. Another step \
+merges the parts, so keep every title and number.""" + _RULES,
+    "summaries",
+    "group",
+    "groups",
+    "language",
+)
+
+MULTI_DOC_SUMMARY_FINAL_MERGE_PROMPT = prompt(
+    "MULTI_DOC_SUMMARY_FINAL_MERGE_PROMPT",
+    """Below are intermediate reports, each covering part of a set of academic documents.
+
+{reports}
+
+Merge them into one summary of the whole set: the documents grouped by theme, what \
+each contributes, where they agree and disagree, and the overall picture. Keep titles \
+and numbers; do not repeat yourself.""" + _RULES,
+    "reports",
+    "language",
+)
+
+REVIEW_GENERATION_PROMPT = prompt(
+    "REVIEW_GENERATION_PROMPT",
+    """You write a literature review from the material below.
+
+{documents}
+
+Structure: introduction and scope; themes, each synthesising the works that address \
+it (compare methods, data and results, citing works by title); open problems and \
+future directions; conclusion. Synthesise, do not list paper by paper.""" + _RULES,
+    "documents",
+    "language",
+)
+
+REVIEW_GENERATION_SYNTHESIS_PROMPT = prompt(
+    "REVIEW_GENERATION_SYNTHESIS_PROMPT",
+    """You are drafting part {group} of {groups} of a literature review. Below are \
+condensed summaries of the works in this part.
+
+{summaries}
+
+Write an intermediate synthesis: the themes these works address, how their methods \
+and results compare (cite works by title, keep numbers), and the gaps they leave. \
+Another step merges the parts into the final review.""" + _RULES,
+    "summaries",
+    "group",
+    "groups",
+    "language",
+)
+
+REVIEW_GENERATION_FINAL_MERGE_PROMPT = prompt(
+    "REVIEW_GENERATION_FINAL_MERGE_PROMPT",
+    """Below are intermediate syntheses, each covering part of the literature.
+
+{reports}
+
+Merge them into one literature review: introduction and scope; themes synthesising \
+works across all parts (cite by title); open problems and future directions; \
+conclusion.""" + _RULES,
+    "reports",
+    "language",
+)
+
+PAPER_REVIEW_PROMPT = prompt(
+    "PAPER_REVIEW_PROMPT",
+    """You are an expert, fair referee. Review the paper below.
+
+{documents}
+
+Give: a summary of the claims; strengths; weaknesses (methodology, experiments, \
+baselines, statistics, reproducibility, clarity), each with the passage it concerns; \
+questions for the authors; a verdict with a confidence. Follow any focus the user \
+asks for.""" + _RULES,
+    "documents",
+    "language",
+)
+
+LITERATURE_QA_PROMPT = prompt(
+    "LITERATURE_QA_PROMPT",
+    """You answer a precise question from academic documents.
+
+{documents}
+
+Answer directly first (the number, name or fact), then the supporting passage or \
+section it comes from, naming the document by its title.""" + _RULES,
+    "documents",
+    "language",
+)

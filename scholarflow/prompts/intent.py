@@ -1,0 +1,50 @@
+"""Prompts of the planning nodes: intent recognition and sub-question generation."""
+
+from scholarflow.prompts.base import prompt
+
+INTENT_RECOGNITION_PROMPT = prompt(
+    "INTENT_RECOGNITION_PROMPT",
+    """You route requests in an assistant for academic papers. Classify the user's \
+latest message into exactly one intent:
+
+- SIMPLE_INTERACTION: greetings, thanks, chit-chat, questions about the assistant \
+itself, or general questions that do not need the user's documents.
+- LITERATURE_SUMMARY: summarise or explain what the document(s) say overall.
+- REVIEW_GENERATION: write a literature review / survey that synthesises several works.
+- PAPER_REVIEW: critically review a paper: strengths, weaknesses, flaws, novelty, \
+a referee report.
+- LITERATURE_QA: a specific question answered from the documents (a number, \
+dataset, method, result, definition).
+
+The user has attached these documents:
+{document_list}
+
+Recent conversation (may be empty):
+{history}
+
+Answer with JSON only, no prose:
+{{"intent": "<one of the five names>", "confidence": <0.0-1.0>, "reason": "<short reason>"}}""",
+    "document_list",
+    "history",
+)
+
+SUB_QUESTION_GENERATION_PROMPT = prompt(
+    "SUB_QUESTION_GENERATION_PROMPT",
+    """Break the user's request into at most {max_questions} short, self-contained \
+search questions that together retrieve what is needed to answer it from the documents \
+below. Write each in the language most likely to match the document's text. When a \
+question concerns one document only, give that document's id; when the user asks \
+about several documents, ask about each document separately.
+
+Documents:
+{document_list}
+
+Recent conversation (may be empty):
+{history}
+
+Answer with JSON only:
+{{"sub_questions": [{{"question": "...", "doc_id": "<id or null>"}}]}}""",
+    "max_questions",
+    "document_list",
+    "history",
+)

@@ -1,0 +1,245 @@
+"""The Starlette app of the fake OpenAI server: the OpenAI routes and the admin routes."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import json
+import math
+import re
+import struct
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from scholarflow.testing.fake_openai_state import (
+    CJK_RANGES,
+    ConfigError,
+    FakeState,
+    content_text,
+)
+from scholarflow.tokens import count_message_tokens, count_tokens
+
+MODEL_ID = "fake-model"
+EMBEDDING_DIM = 64
+# A piece is one CJK char or one other word, each with its trailing whitespace;
+# together the pieces rebuild the text exactly.
+_PIECE = re.compile(rf"[{CJK_RANGES}]\s*|[^\s{CJK_RANGES}]+\s*|\s+")
+_WORDS_PER_CHUNK = 3
+
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    404: "not_found_error",
+    429: "rate_limit_exceeded",
+}
+
+
+def error_response(status: int, message: str) -> JSONResponse:
+    kind = _ERROR_TYPES.get(status, "server_error")
+    body = {"error": {"message": message, "type": kind, "param": None, "code": kind}}
+    # Retry-After 0 lets clients that do retry go again at once, keeping tests fast.
+    headers = {"Retry-After": "0"} if status == 429 else None
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def usage(messages: list[Any], reply: str) -> dict[str, int]:
+    prompt = count_message_tokens(content_text(m) for m in messages)
+    completion = count_tokens(reply)
+    return {"prompt_tokens": prompt, "completion_tokens": completion,
+            "total_tokens": prompt + completion}
+
+
+def split_chunks(text: str) -> list[str]:
+    pieces = _PIECE.findall(text)
+    return ["".join(pieces[i:i + _WORDS_PER_CHUNK])
+            for i in range(0, len(pieces), _WORDS_PER_CHUNK)]
+
+
+def completion(model: str, reply: str, messages: list[Any]) -> dict[str, Any]:
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "system_fingerprint": None,
+        "choices": [{
+            "index": 0,
+            "message": {"role": "assistant", "content": reply, "refusal": None},
+            "logprobs": None,
+            "finish_reason": "stop",
+        }],
+        "usage": usage(messages, reply),
+    }
+
+
+async def sse_events(
+    model: str, reply: str, messages: list[Any], include_usage: bool
+) -> AsyncIterator[str]:
+    base: dict[str, Any] = {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+        "system_fingerprint": None,
+    }
+    if include_usage:
+        base["usage"] = None  # OpenAI sends null usage on every chunk but the last
+
+    def event(delta: dict[str, Any], finish: str | None = None) -> str:
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+        return f"data: {json.dumps({**base, 'choices': [choice]})}\n\n"
+
+    yield event({"role": "assistant", "content": ""})
+    for chunk in split_chunks(reply):
+        yield event({"content": chunk})
+    yield event({}, "stop")
+    if include_usage:
+        tail = {**base, "choices": [], "usage": usage(messages, reply)}
+        yield f"data: {json.dumps(tail)}\n\n"
+    yield "data: [DONE]\n\n"
+
+
+class ChatEndpoint:
+    """A raw ASGI endpoint, so in-flight ends only when the response (or stream) is sent.
+
+    Wrapping the whole send in try/finally also covers a client that hangs up
+    mid-stream, which a generator's own finally would only see at GC time.
+    """
+
+    def __init__(self, state: FakeState) -> None:
+        self.state = state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        try:
+            body = await request.json()
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            body = None
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            await error_response(400, "body must be a JSON object with 'messages'")(
+                scope, receive, send)
+            return
+        decision = self.state.begin_chat(body)
+        try:
+            if decision.latency > 0:
+                await asyncio.sleep(decision.latency)
+            response = self._respond(body, decision.reply, decision.status)
+            await response(scope, receive, send)
+        finally:
+            self.state.end_chat()
+
+    @staticmethod
+    def _respond(body: dict[str, Any], reply: str, status: int | None) -> Response:
+        if status is not None:
+            if status == 429:
+                return error_response(429, "Rate limit reached (injected by fake-openai)")
+            return error_response(status, f"Injected failure {status} (fake-openai)")
+        model = str(body.get("model") or MODEL_ID)
+        messages: list[Any] = body["messages"]
+        if not body.get("stream"):
+            return JSONResponse(completion(model, reply, messages))
+        options = body.get("stream_options") or {}
+        include_usage = bool(isinstance(options, dict) and options.get("include_usage"))
+        return StreamingResponse(
+            sse_events(model, reply, messages, include_usage),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache"},
+        )
+
+
+def embed(text: str, dim: int = EMBEDDING_DIM) -> list[float]:
+    """A deterministic, L2-normalised signed hash of the text's character 2- and 3-grams.
+
+    blake2b rather than `hash()`: Python salts str hashes per process, and
+    vectors must agree between the server process and its clients.
+    """
+    vec = [0.0] * dim
+    padded = f" {' '.join(text.lower().split())} "
+    for n in (2, 3):
+        for i in range(len(padded) - n + 1):
+            digest = hashlib.blake2b(padded[i:i + n].encode(), digest_size=8).digest()
+            h = int.from_bytes(digest, "little")
+            vec[h % dim] += 1.0 if (h >> 32) & 1 else -1.0
+    norm = math.sqrt(sum(v * v for v in vec))
+    if norm == 0.0:
+        vec[0], norm = 1.0, 1.0  # a unit vector even for empty text, so cosine is defined
+    return [v / norm for v in vec]
+
+
+def _embedding_inputs(raw: Any) -> list[str] | None:
+    if isinstance(raw, str):
+        return [raw]
+    if isinstance(raw, list) and raw and all(isinstance(x, int) for x in raw):
+        return [" ".join(map(str, raw))]  # one pre-tokenised input
+    if isinstance(raw, list) and raw:
+        texts = [x if isinstance(x, str) else " ".join(map(str, x)) if isinstance(x, list)
+                 else None for x in raw]
+        return None if None in texts else [t for t in texts if t is not None]
+    return None
+
+
+def build_app(state: FakeState) -> Starlette:
+    async def embeddings(request: Request) -> Response:
+        try:
+            body = await request.json()
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            body = None
+        texts = _embedding_inputs(body.get("input")) if isinstance(body, dict) else None
+        if not isinstance(body, dict) or texts is None:
+            return error_response(400, "'input' must be a string or a non-empty list")
+        state.count_embedding_call()
+        dim = int(body.get("dimensions") or EMBEDDING_DIM)
+        as_base64 = body.get("encoding_format") == "base64"  # the openai client's default
+        data: list[dict[str, Any]] = []
+        for i, text in enumerate(texts):
+            vector = embed(text, dim)
+            encoded: Any = vector
+            if as_base64:
+                encoded = base64.b64encode(struct.pack(f"<{dim}f", *vector)).decode()
+            data.append({"object": "embedding", "index": i, "embedding": encoded})
+        tokens = sum(count_tokens(t) for t in texts)
+        return JSONResponse({
+            "object": "list",
+            "data": data,
+            "model": str(body.get("model") or MODEL_ID),
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        })
+
+    async def models(request: Request) -> Response:
+        model = {"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "scholarflow"}
+        return JSONResponse({"object": "list", "data": [model]})
+
+    async def admin_config(request: Request) -> Response:
+        try:
+            body = await request.json()
+            if not isinstance(body, dict):
+                raise ConfigError("config must be a JSON object")
+            state.configure(**body)
+        except (json.JSONDecodeError, ConfigError, TypeError, ValueError) as exc:
+            return error_response(400, str(exc))
+        return JSONResponse({"ok": True})
+
+    async def admin_reset(request: Request) -> Response:
+        state.reset()
+        return JSONResponse({"ok": True})
+
+    async def admin_stats(request: Request) -> Response:
+        return JSONResponse(state.stats().to_dict())
+
+    return Starlette(routes=[
+        Route("/v1/chat/completions", ChatEndpoint(state), methods=["POST"]),
+        Route("/v1/embeddings", embeddings, methods=["POST"]),
+        Route("/v1/models", models, methods=["GET"]),
+        Route("/_admin/config", admin_config, methods=["POST"]),
+        Route("/_admin/reset", admin_reset, methods=["POST"]),
+        Route("/_admin/stats", admin_stats, methods=["GET"]),
+    ])

@@ -1,0 +1,253 @@
+"""Scripting, fault and statistics state of the fake OpenAI server, plus its default replies.
+
+The state is shared between the server thread (its own event loop) and the
+test thread that configures it, so every access goes through one
+`threading.Lock`; the critical sections are short and never await.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Mode = Literal["echo", "extractive"]
+MODES: tuple[Mode, ...] = ("echo", "extractive")
+ROLES = ("any", "system", "user", "last_user")
+CONFIG_KEYS = frozenset({"rules", "mode", "latency", "fail_every_n", "fail_first_n", "fail_status"})
+
+CJK_RANGES = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+# A CJK character counts as a word of its own: CJK text has no spaces to split on.
+_WORD = re.compile(rf"[{CJK_RANGES}]|[^\W{CJK_RANGES}]+")
+# Latin terminators end a sentence only before whitespace, so "3.5" and "e.g.x" stay whole.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\s*\n\s*")
+_STOPWORD_TEXT = (
+    "a an and are as at be by do does for from how in is it of on or the this that to "
+    "was what when where which who why with about can you me tell 的 了 是 在 和 吗 呢 什 么 "
+    "这 那 个 有 哪 些"
+)
+_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+
+class ConfigError(ValueError):
+    """A configuration the server cannot use; the admin endpoint answers 400."""
+
+
+@dataclass(slots=True)
+class Rule:
+    pattern: re.Pattern[str]
+    reply: str
+    times: int | None
+    role: str
+    status: int | None
+    used: int = 0
+
+    @classmethod
+    def parse(cls, raw: Any) -> Rule:
+        if not isinstance(raw, dict) or "match" not in raw:
+            raise ConfigError(f"a rule needs at least 'match': {raw!r}")
+        unknown = set(raw) - {"match", "reply", "times", "role", "status"}
+        if unknown:
+            raise ConfigError(f"unknown rule keys {sorted(unknown)}")
+        role = raw.get("role", "any")
+        if role not in ROLES:
+            raise ConfigError(f"rule role must be one of {ROLES}, not {role!r}")
+        status = raw.get("status")
+        if "reply" not in raw and status is None:
+            raise ConfigError(f"a rule needs 'reply' or 'status': {raw!r}")
+        try:
+            # DOTALL: prompts span many lines and a pattern like "A.*B" should still match.
+            pattern = re.compile(str(raw["match"]), re.DOTALL)
+        except re.error as exc:
+            raise ConfigError(f"bad rule regex {raw['match']!r}: {exc}") from exc
+        times = raw.get("times")
+        return cls(pattern, str(raw.get("reply", "")), None if times is None else int(times),
+                   role, None if status is None else int(status))
+
+
+@dataclass(slots=True)
+class FakeStats:
+    chat_calls: int = 0
+    embedding_calls: int = 0
+    in_flight: int = 0
+    max_in_flight: int = 0
+    requests: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "chat_calls": self.chat_calls,
+            "embedding_calls": self.embedding_calls,
+            "in_flight": self.in_flight,
+            "max_in_flight": self.max_in_flight,
+            "requests": copy.deepcopy(self.requests),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ChatDecision:
+    """What one chat call answers, decided atomically when it arrives."""
+
+    latency: float
+    reply: str = ""
+    status: int | None = None
+
+
+class FakeState:
+    def __init__(self, *, mode: Mode = "echo", latency: float = 0.0) -> None:
+        self._lock = threading.Lock()
+        self._default_mode: Mode = _check_mode(mode)
+        self._default_latency = float(latency)
+        self._reset_locked()
+
+    def _reset_locked(self) -> None:
+        self.rules: list[Rule] = []
+        self.mode: Mode = self._default_mode
+        self.latency = self._default_latency
+        self.fail_every_n = 0
+        self.fail_first_n = 0
+        self.fail_status = 429
+        self._stats = FakeStats()
+
+    def reset(self) -> None:
+        with self._lock:
+            self._reset_locked()
+
+    def configure(self, **config: Any) -> None:
+        unknown = set(config) - CONFIG_KEYS
+        if unknown:
+            known = sorted(CONFIG_KEYS)
+            raise ConfigError(f"unknown config keys {sorted(unknown)}; known: {known}")
+        # Validate everything before touching the state so a bad call changes nothing.
+        rules = [Rule.parse(r) for r in config["rules"]] if "rules" in config else None
+        mode = _check_mode(config["mode"]) if "mode" in config else None
+        status = int(config.get("fail_status", 429))
+        if status < 400:
+            raise ConfigError(f"fail_status must be an HTTP error status, not {status}")
+        with self._lock:
+            if rules is not None:
+                self.rules = rules
+            if mode is not None:
+                self.mode = mode
+            if "latency" in config:
+                self.latency = max(0.0, float(config["latency"]))
+            if "fail_every_n" in config:
+                self.fail_every_n = max(0, int(config["fail_every_n"] or 0))
+            if "fail_first_n" in config:
+                self.fail_first_n = max(0, int(config["fail_first_n"] or 0))
+            if "fail_status" in config:
+                self.fail_status = status
+
+    def stats(self) -> FakeStats:
+        with self._lock:
+            s = self._stats
+            return FakeStats(s.chat_calls, s.embedding_calls, s.in_flight, s.max_in_flight,
+                             copy.deepcopy(s.requests))
+
+    def begin_chat(self, body: dict[str, Any]) -> ChatDecision:
+        """Count and log a chat call, and decide its fault or reply; pair with `end_chat`."""
+        messages = body.get("messages") or []
+        with self._lock:
+            s = self._stats
+            s.chat_calls += 1
+            s.in_flight += 1
+            s.max_in_flight = max(s.max_in_flight, s.in_flight)
+            s.requests.append({"model": body.get("model"), "messages": copy.deepcopy(messages)})
+            n = s.chat_calls
+            if n <= self.fail_first_n or (self.fail_every_n and n % self.fail_every_n == 0):
+                return ChatDecision(self.latency, status=self.fail_status)
+            for rule in self.rules:
+                if rule.times is not None and rule.used >= rule.times:
+                    continue
+                if rule.pattern.search(_select(messages, rule.role)):
+                    rule.used += 1
+                    return ChatDecision(self.latency, rule.reply, rule.status)
+            latency, mode = self.latency, self.mode
+        # The default reply reads only the request, so it is built outside the lock.
+        return ChatDecision(latency, default_reply(mode, messages))
+
+    def end_chat(self) -> None:
+        with self._lock:
+            self._stats.in_flight -= 1
+
+    def count_embedding_call(self) -> None:
+        with self._lock:
+            self._stats.embedding_calls += 1
+
+
+def _check_mode(mode: Any) -> Mode:
+    if mode not in MODES:
+        raise ConfigError(f"mode must be one of {MODES}, not {mode!r}")
+    return mode  # type: ignore[no-any-return]
+
+
+def content_text(message: Any) -> str:
+    """The text of a message; content may be a string, None, or a list of parts."""
+    if not isinstance(message, dict):
+        return ""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(p.get("text", "")) for p in content if isinstance(p, dict) and "text" in p
+        )
+    return ""
+
+
+def _role(message: Any) -> str:
+    return str(message.get("role", "")) if isinstance(message, dict) else ""
+
+
+def _select(messages: list[Any], role: str) -> str:
+    if role == "last_user":
+        return last_user_text(messages)
+    if role == "any":
+        return "\n".join(content_text(m) for m in messages)
+    return "\n".join(content_text(m) for m in messages if _role(m) == role)
+
+
+def last_user_text(messages: list[Any]) -> str:
+    for message in reversed(messages):
+        if _role(message) == "user":
+            return content_text(message)
+    return ""
+
+
+def default_reply(mode: Mode, messages: list[Any]) -> str:
+    question = last_user_text(messages)
+    if mode == "extractive":
+        answer = extractive_reply(messages, question)
+        if answer:
+            return answer
+    return "ok: " + question[:80]
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS}
+
+
+def extractive_reply(messages: list[Any], question: str) -> str:
+    """The 3 prompt sentences sharing most words with the question, in prompt order.
+
+    Questions are skipped as candidates: the question itself (or a list of
+    them) would otherwise always be its own best answer.
+    """
+    sentences: list[str] = []
+    for message in messages:
+        if _role(message) in ("system", "user"):
+            for raw in _SENTENCE_END.split(content_text(message)):
+                sentence = raw.strip()
+                if sentence and sentence not in sentences and not sentence.endswith(("?", "？")):
+                    sentences.append(sentence)
+    if question.strip() in sentences:
+        sentences.remove(question.strip())
+    if not sentences:
+        return ""
+    asked = _words(question)
+    scores = [len(_words(s) & asked) for s in sentences]
+    # Stable sort: among equal scores the earlier sentence wins.
+    ranked = sorted(range(len(sentences)), key=lambda i: -scores[i])
+    picked = [i for i in ranked[:3] if scores[i] > 0] or list(range(min(3, len(sentences))))
+    return " ".join(sentences[i] for i in sorted(picked))

@@ -1,0 +1,1 @@
+"""Tools the nodes call: recall over knowledge bases and web search."""
