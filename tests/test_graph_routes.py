@@ -10,7 +10,8 @@ from tests.conftest import INTENT_RULE, SUMMARY_RULE, paper, run_graph, types
 
 
 async def test_no_documents_goes_to_chat_and_saves_the_turn(fake_llm: FakeOpenAIServer) -> None:
-    fake_llm.configure(rules=[{"match": "scholarflow, an assistant", "reply": "Hello! I can help."}])
+    fake_llm.configure(rules=[{"match": "scholarflow, an assistant",
+                               "reply": "Hello! I can help."}])
     out, events = await run_graph({"query": "hi there"})
     assert out["answer"] == "Hello! I can help."
     assert out["detected_intent"] == "SIMPLE_INTERACTION"
@@ -51,7 +52,8 @@ async def test_several_documents_summary_uses_the_summary_subgraph(
     assert (out["detected_intent"], out["strategy"]) == ("LITERATURE_SUMMARY", "multi_doc_summary")
     assert out["answer"] == "Both papers agree."
     final_prompt = fake_llm.stats().requests[-1]["messages"][0]["content"]
-    assert "S1: anchors cut memory 3.1x." in final_prompt and "S2: sections help QA." in final_prompt
+    assert "S1: anchors cut memory 3.1x." in final_prompt
+    assert "S2: sections help QA." in final_prompt
     kinds = types(events)
     assert kinds.count("doc_summary_start") == 3 and kinds.count("doc_summary_complete") == 3
     assert "doc_summary_init" in kinds and "doc_summary_chunk" in kinds
@@ -120,13 +122,15 @@ async def test_large_document_needs_recall_and_says_no_knowledge_base(
 async def test_several_documents_qa_goes_to_chunk_recall(fake_llm: FakeOpenAIServer) -> None:
     out, _ = await run_graph({
         "query": "Which dataset does each paper use?",
-        "document_contents": {"a": paper("en_sparse_attention.md"), "b": paper("en_retrieval_qa.md")},
+        "document_contents": {"a": paper("en_sparse_attention.md"),
+                              "b": paper("en_retrieval_qa.md")},
     })
     assert (out["detected_intent"], out["strategy"]) == ("LITERATURE_QA", "chunk_recall")
     assert out["error"]
 
 
 async def test_chinese_question_gets_a_chinese_answer_prompt(fake_llm: FakeOpenAIServer) -> None:
-    await run_graph({"query": "这篇论文的学习率是多少？", "content": paper("en_sparse_attention.md")})
+    await run_graph({"query": "这篇论文的学习率是多少？",
+                     "content": paper("en_sparse_attention.md")})
     system = fake_llm.stats().requests[-1]["messages"][0]["content"]
     assert "Write your answer in Chinese" in system
