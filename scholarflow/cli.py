@@ -124,6 +124,8 @@ async def _ask(args: argparse.Namespace) -> int:
     finally:
         await close_all()
     if renderer.error is not None:
+        if args.json:  # the terminal renderer already printed it
+            print(f"error: {renderer.error}", file=sys.stderr)
         return EXIT_RUN_FAILED
     return 0 if renderer.final is not None else EXIT_RUN_FAILED
 

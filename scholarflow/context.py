@@ -9,7 +9,7 @@ key never reaches checkpoints, sessions or events.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, make_dataclass
 from typing import Any, Literal
 
 from langgraph.runtime import Runtime
@@ -124,11 +124,38 @@ class Context:
         return bool(self.openai_api_key or self.openai_api_base)
 
 
-def get_context(runtime: Runtime[Context] | None) -> Context:
-    """The run's context, or the defaults and environment when none was given."""
+SECRET_FIELDS = frozenset({"openai_api_key", "search_engine_api_key"})
+
+# The context schema of the graph LangGraph server serves. The server mirrors a
+# run's context into its configuration, and string values of that end up in
+# checkpoint metadata; it drops keys the schema does not name. So a served run
+# takes its keys from the server's environment only, and a key sent in the
+# context is dropped before it could be stored.
+ServedContext: type[Any] = make_dataclass(
+    "ServedContext",
+    [(f.name, f.type, field(default=f.default, metadata=f.metadata))
+     for f in fields(Context) if f.name not in SECRET_FIELDS],
+    kw_only=True,
+    namespace={
+        "__module__": __name__,
+        "__doc__": f"{Context.__doc__} API keys come from the server's environment.",
+    },
+)
+
+
+def get_context(runtime: Runtime[Any] | None) -> Context:
+    """The run's context as a full `Context`; defaults and environment fill what is unset."""
     ctx = runtime.context if runtime is not None else None
     if ctx is None:
         return Context()
+    if isinstance(ctx, Context):
+        return ctx
     if isinstance(ctx, dict):  # a server may hand over the raw JSON object
         return Context(**ctx)
-    return ctx
+    return Context(**{f.name: getattr(ctx, f.name) for f in fields(ctx)})
+
+
+def first_attempt(runtime: Runtime[Any] | None) -> bool:
+    """Whether this is the node's first attempt (not a retry by its RetryPolicy)."""
+    info = runtime.execution_info if runtime is not None else None
+    return info is None or info.node_attempt <= 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -27,13 +29,22 @@ from scholarflow.state import InputState, OutputState, State
 ScholarflowGraph = CompiledStateGraph[State, Context, InputState, OutputState]
 
 
-def build_graph(checkpointer: BaseCheckpointSaver[str] | None = None) -> ScholarflowGraph:
-    """The compiled scholarflow graph; pass a checkpointer to persist runs."""
+def build_graph(
+    checkpointer: BaseCheckpointSaver[str] | None = None,
+    *,
+    context_schema: type[Any] = Context,
+) -> ScholarflowGraph:
+    """The compiled scholarflow graph; pass a checkpointer to persist runs.
+
+    `context_schema=ServedContext` leaves the API keys out of the schema, for
+    LangGraph server (see scholarflow.context).
+    """
     builder = StateGraph(
-        State, context_schema=Context, input_schema=InputState, output_schema=OutputState
+        State, context_schema=context_schema, input_schema=InputState, output_schema=OutputState
     )
     # A failing node reports node_error and the run still saves the user's message.
-    builder.set_node_defaults(error_handler=handle_node_error)
+    # (LangGraph injects NodeError by annotation; its node protocols don't model that.)
+    builder.set_node_defaults(error_handler=cast(Any, handle_node_error))
 
     builder.add_node("request_init", request_init)
     builder.add_node("document_check", document_check)

@@ -13,7 +13,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from scholarflow import llm
-from scholarflow.context import Context, get_context
+from scholarflow.context import Context, first_attempt, get_context
 from scholarflow.errors import NotSupportedError, ScholarflowError
 from scholarflow.events import Thinking, emit, node_complete
 from scholarflow.intents import Intent
@@ -68,8 +68,9 @@ def prompt_budget(ctx: Context) -> int:
 class _Answerer:
     """One answer_generation run: its context, question, history and usage."""
 
-    def __init__(self, ctx: Context, state: State) -> None:
+    def __init__(self, ctx: Context, state: State, first_attempt: bool) -> None:
         self.ctx = ctx
+        self.first_attempt = first_attempt
         self.query = state["query"]
         self.language = answer_language(self.query)
         # History may take at most half the prompt: the documents matter more.
@@ -89,7 +90,8 @@ class _Answerer:
         return prompt_budget(self.ctx) - count_message_tokens(turns) - MESSAGE_OVERHEAD_TOKENS
 
     async def stream_answer(self, system: str) -> str:
-        self.thinking.end()
+        if self.first_attempt:  # a retry must not close the thinking block again
+            self.thinking.end()
         prompt = [("system", system), *self.history, ("user", self.query)]
         result = await llm.stream(
             self.ctx, prompt, node=NODE,
@@ -158,7 +160,7 @@ async def answer_generation(state: State, runtime: Runtime[Context]) -> dict[str
     ctx = get_context(runtime)
     intent = Intent.parse(state.get("detected_intent") or Intent.LITERATURE_QA)
     strategy = state.get("strategy")
-    answerer = _Answerer(ctx, state)
+    answerer = _Answerer(ctx, state, first_attempt(runtime))
     if strategy == "multi_doc_summary":
         answer = await answerer.from_summaries(state, intent)
     elif strategy == "full_content":

@@ -8,7 +8,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from scholarflow import llm
-from scholarflow.context import Context, get_context
+from scholarflow.context import Context, first_attempt, get_context
 from scholarflow.errors import ScholarflowError
 from scholarflow.events import Thinking, emit, node_complete
 from scholarflow.language import answer_language
@@ -42,7 +42,8 @@ async def simple_interaction(state: State, runtime: Runtime[Context]) -> dict[st
     room = (ctx.max_context_tokens - ctx.reserved_answer_tokens
             - count_message_tokens([system, query]))
     prompt = [("system", system), *history_messages(state, "chat", room), ("user", query)]
-    thinking.end()
+    if first_attempt(runtime):  # a retry must not close the thinking block again
+        thinking.end()
     result = await llm.stream(
         ctx, prompt, node=NODE,
         on_text=lambda text: emit("answer_chunk", content=text),

@@ -24,6 +24,7 @@ __all__ = ["ParsedIntent", "intent_from_name", "parse_intent_reply"]
 _DEFAULT_CONFIDENCE = 0.5
 _MAX_CHARS = 20_000  # a reply longer than this is not a classification; don't scan it all
 _MAX_OBJECTS = 50  # brace scanning is quadratic in the worst case; bound it
+_DECODER = json.JSONDecoder()
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +73,11 @@ _KEY_VALUE = re.compile(
 _INTENT_KEYS = ("intent", "意图", "intent_type", "label", "category", "class", "type")
 _CONFIDENCE_KEYS = ("confidence", "置信度", "confidence_score", "score", "probability", "conf")
 _REASON_KEYS = ("reason", "reasoning", "理由", "原因", "rationale", "explanation", "说明")
+_CONFIDENCE_VALUE = re.compile(
+    r"""(?:confidence|置信度)["']?\s*[:：=]\s*["']?([^"',，}\n]+)""", re.IGNORECASE
+)
+_TRAILING_COMMA = re.compile(r",\s*([}\]])")
+_SMART_QUOTES = str.maketrans({"“": '"', "”": '"', "‘": "'", "’": "'"})
 _WORDY_CONFIDENCE = {"very high": 0.95, "high": 0.85, "medium": 0.6, "moderate": 0.6,
                      "low": 0.3, "very low": 0.15, "高": 0.85, "中": 0.6, "低": 0.3}
 
@@ -115,26 +121,37 @@ def _intents_in_prose(text: str) -> set[Intent]:
     return found
 
 
-def _json_candidates(text: str) -> Iterator[str]:
-    """Fenced blocks first, then every brace-balanced `{...}` span, outermost first."""
-    yield from (m.group(1).strip() for m in _FENCE.finditer(text))
-    starts = [i for i, char in enumerate(text) if char == "{"][:_MAX_OBJECTS]
-    for start in starts:
-        depth = 0
-        for end in range(start, len(text)):
-            depth += {"{": 1, "}": -1}.get(text[end], 0)
-            if depth == 0:
-                yield text[start : end + 1]
-                break
+def _objects(text: str) -> Iterator[dict[str, Any]]:
+    """Every dict the reply holds: fenced blocks first, then each `{` in order."""
+    for fenced in _FENCE.finditer(text):
+        if (obj := _load_object(fenced.group(1).strip())) is not None:
+            yield obj
+    for start in [i for i, char in enumerate(text) if char == "{"][:_MAX_OBJECTS]:
+        try:  # strict JSON first: it knows that a "}" inside a string is no brace
+            value, _ = _DECODER.raw_decode(text, start)
+        except ValueError:
+            value = _load_object(_balanced(text, start))
+        if isinstance(value, dict):
+            yield value
+
+
+def _balanced(text: str, start: int) -> str:
+    """The brace-balanced span from `start`, or the rest of the text if it never closes."""
+    depth = 0
+    for end in range(start, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[end], 0)
+        if depth == 0:
+            return text[start : end + 1]
+    return text[start:]
 
 
 def _load_object(candidate: str) -> dict[str, Any] | None:
     """A dict from JSON, or from JSON-ish text: single quotes, trailing commas, True."""
     attempts = (
-        lambda s: json.loads(s),
-        lambda s: json.loads(re.sub(r",\s*([}\]])", r"\1", s)),
+        json.loads,
+        lambda s: json.loads(_TRAILING_COMMA.sub(r"\1", s)),
         ast.literal_eval,  # Python-style dicts: single quotes, trailing commas, True/None
-        lambda s: json.loads(re.sub(r",\s*([}\]])", r"\1", s.translate(_SMART_QUOTES))),
+        lambda s: json.loads(_TRAILING_COMMA.sub(r"\1", s.translate(_SMART_QUOTES))),
     )
     for attempt in attempts:
         try:
@@ -144,9 +161,6 @@ def _load_object(candidate: str) -> dict[str, Any] | None:
         if isinstance(value, dict):
             return value
     return None
-
-
-_SMART_QUOTES = str.maketrans({"“": '"', "”": '"', "‘": "'", "’": "'"})
 
 
 def _find_field(obj: dict[str, Any], keys: tuple[str, ...]) -> tuple[bool, Any]:
@@ -201,7 +215,8 @@ def _from_object(obj: dict[str, Any]) -> tuple[bool, ParsedIntent | None]:
         return True, None
     _, confidence = _find_field(obj, _CONFIDENCE_KEYS)
     _, reason = _find_field(obj, _REASON_KEYS)
-    return True, ParsedIntent(intent, _confidence(confidence), "" if reason is None else str(reason))
+    reason_text = "" if reason is None else str(reason)
+    return True, ParsedIntent(intent, _confidence(confidence), reason_text)
 
 
 def parse_intent_reply(text: str) -> ParsedIntent | None:
@@ -211,10 +226,7 @@ def parse_intent_reply(text: str) -> ParsedIntent | None:
     text = _THINK_BLOCK.sub(" ", text[:_MAX_CHARS]).strip()
 
     saw_intent_field = False
-    for candidate in _json_candidates(text):
-        obj = _load_object(candidate)
-        if obj is None:
-            continue
+    for obj in _objects(text):
         has_field, parsed = _from_object(obj)
         if parsed is not None:
             return parsed
@@ -230,15 +242,15 @@ def parse_intent_reply(text: str) -> ParsedIntent | None:
         intent = intent_from_name(match.group(1))
         if intent is None:
             return None
-        conf = re.search(r"""(?:confidence|置信度)["']?\s*[:：=]\s*["']?([^"',，}\n]+)""", text, re.I)
+        conf = _CONFIDENCE_VALUE.search(text)
         return ParsedIntent(intent, _confidence(conf.group(1) if conf else None), "")
 
-    # A bare name ("LITERATURE_QA", "文献问答", "Intent: paper review."), or prose
-    # that names exactly one intent.
+    # A bare name ("LITERATURE_QA", "文献问答", "paper review."), or prose that
+    # names exactly one intent; then the prose itself is the reason.
     intent = intent_from_name(text)
-    if intent is None:
-        found = _intents_in_prose(text)
-        if len(found) != 1:
-            return None
-        intent = found.pop()
-    return ParsedIntent(intent, _DEFAULT_CONFIDENCE, text[:200] if len(text) > 40 else "")
+    if intent is not None:
+        return ParsedIntent(intent, _DEFAULT_CONFIDENCE, "")
+    found = _intents_in_prose(text)
+    if len(found) != 1:
+        return None
+    return ParsedIntent(found.pop(), _DEFAULT_CONFIDENCE, text[:300])

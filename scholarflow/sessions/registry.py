@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from scholarflow.sessions.cache import SqliteSummaryCache, SummaryCache
-from scholarflow.sessions.paths import home_dir
+from scholarflow.sessions.paths import DATABASE_FILENAME, home_path
 from scholarflow.sessions.sqlite import SqliteSessionStore
 from scholarflow.sessions.store import SessionStore
 
@@ -18,7 +18,7 @@ _caches: dict[Path, SummaryCache] = {}
 
 
 def _db_path() -> Path:
-    return home_dir() / "scholarflow.db"
+    return home_path() / DATABASE_FILENAME
 
 
 def session_store() -> SessionStore:
