@@ -83,7 +83,7 @@ class LLMLimiter:
         except asyncio.CancelledError:
             if waiter.done() and not waiter.cancelled():
                 self.release()  # the slot was handed over just as we were cancelled
-            else:
+            elif waiter in self._waiters:  # a hand-over may have dropped it already
                 self._waiters.remove(waiter)
             raise
 
@@ -155,6 +155,9 @@ def _cached_model(
         max_retries=0,
         temperature=temperature,
         stream_usage=True,
+        # A per-chunk asyncio.wait_for costs a task and a timer per token; a
+        # stalled stream still hits the client's read timeout above.
+        stream_chunk_timeout=None,
     )
 
 
@@ -233,12 +236,13 @@ async def stream(
     model = chat_model(ctx)
     parts: list[str] = []
     reasoning: list[str] = []
-    total: AIMessageChunk | None = None
+    last_usage: AIMessageChunk | None = None
     async with limiter(ctx).slot():
         started = time.perf_counter()
         try:
             async for chunk in model.astream(list(prompt)):
-                total = chunk if total is None else total + chunk
+                if chunk.usage_metadata:  # arrives once, in the last chunk
+                    last_usage = chunk
                 thought = chunk.additional_kwargs.get("reasoning_content")
                 if thought and on_reasoning is not None:
                     reasoning.append(str(thought))
@@ -253,7 +257,7 @@ async def stream(
             raise error from exc
     return LLMResult(
         text="".join(parts),
-        usage=_usage(node, ctx, total, started),
+        usage=_usage(node, ctx, last_usage, started),
         reasoning="".join(reasoning),
     )
 

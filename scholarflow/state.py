@@ -124,3 +124,4 @@ class DocSummaryTask(TypedDict):
     title: str
     content: str
     content_hash: str
+    tokens: int

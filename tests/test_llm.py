@@ -130,3 +130,17 @@ async def test_stream_reports_usage_and_chunks(fake_llm: FakeOpenAIServer) -> No
 async def test_no_llm_configured_is_a_clear_error(no_llm: None) -> None:
     with pytest.raises(ConfigurationError, match="OPENAI_API_KEY"):
         await llm.complete(Context(), [("user", "hi")], node="t")
+
+
+async def test_cancelled_waiter_after_a_hand_over_race_leaks_nothing() -> None:
+    lim = LLMLimiter(1)
+    await lim.acquire()
+    waiter = asyncio.create_task(lim.acquire())
+    await asyncio.sleep(0)
+    waiter.cancel()  # cancelled, then a release runs before the waiter wakes up
+    lim.release()
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    assert lim.in_flight == 0
+    async with lim.slot():
+        assert lim.in_flight == 1
