@@ -1,4 +1,4 @@
-"""The command line: ask, route and sessions.
+"""The command line: ask, route, sessions, ingest and search.
 
 Every failure is one line on stderr, `error: <what was wrong, what to do>`,
 and a non-zero exit: 2 for a bad request, 1 for a run that failed.
@@ -15,6 +15,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
+from scholarflow import cli_kb
 from scholarflow.context import Context
 from scholarflow.errors import ScholarflowError
 from scholarflow.intents import Intent
@@ -53,6 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("session_id")
     delete = verbs.add_parser("delete", help="delete a session and its messages")
     delete.add_argument("session_id")
+    cli_kb.add_parsers(sub)
     return parser
 
 
@@ -132,17 +134,12 @@ async def _ask(args: argparse.Namespace) -> int:
 
 async def _route(args: argparse.Namespace) -> int:
     from scholarflow.nodes.intent import recognise_intent, select_strategy
-    from scholarflow.nodes.request import (
-        document_budget,
-        document_infos,
-        fits_whole,
-        gather_documents,
-    )
+    from scholarflow.nodes.request import document_budget, fits_whole, gather_documents
     from scholarflow.state import State
     from scholarflow.tokens import count_tokens
 
     ctx = Context()
-    infos = document_infos(gather_documents(cast(State, _graph_input(args, "-"))))
+    infos, _contents = await gather_documents(cast(State, _graph_input(args, "-")))
     questions: Iterable[str] = (
         (line.rstrip("\n") for line in sys.stdin) if args.question == "-" else [args.question]
     )
@@ -203,7 +200,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     debug = bool(os.environ.get("SCHOLARFLOW_DEBUG"))
     logging.basicConfig(level=logging.DEBUG if debug else logging.ERROR,
                         format="%(levelname)s %(name)s: %(message)s")
-    command = {"ask": _ask, "route": _route, "sessions": _sessions}[args.command]
+    command = {"ask": _ask, "route": _route, "sessions": _sessions,
+               "ingest": cli_kb.ingest, "search": cli_kb.search}[args.command]
     try:
         return asyncio.run(command(args))
     except ScholarflowError as exc:

@@ -20,9 +20,12 @@ __all__ = [
     "Document",
     "DocumentError",
     "content_hash",
+    "document_from_bytes",
     "document_from_text",
     "documents_from_mapping",
+    "is_pdf",
     "load_document_file",
+    "read_document_bytes",
 ]
 
 DOC_ID_LENGTH = 16
@@ -45,8 +48,6 @@ _ATX_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _EMPTY_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]*$")
 _SETEXT_UNDERLINE = re.compile(r"^ {0,3}(?:=+|-+)[ \t]*$")
 _FRONT_MATTER_TITLE = re.compile(r"^title:\s*(.+?)\s*$", re.IGNORECASE)
-
-_PDF_MESSAGE = "PDF files are not supported yet by --file; convert it to text or Markdown"
 
 
 class DocumentError(InputError, ValueError):
@@ -72,15 +73,26 @@ def content_hash(text: str) -> str:
 
 
 def load_document_file(path: str | Path) -> Document:
-    """Read a Markdown or text file into a `Document`, or raise `DocumentError`."""
+    """Read a PDF, Markdown or text file into a `Document`, or raise `DocumentError`."""
+    shown = str(path)
+    raw = read_document_bytes(path)
+    if is_pdf(path, raw):
+        # Imported here: the extractor imports this module, and pypdf is only
+        # worth loading when a PDF actually arrives.
+        from scholarflow.ingest.extract import extract_pdf
+
+        return extract_pdf(raw, shown).document
+    return document_from_bytes(raw, shown)
+
+
+def read_document_bytes(path: str | Path) -> bytes:
+    """The file's bytes, or `DocumentError` saying why they cannot be read."""
     shown = str(path)
     file = Path(path).expanduser()
     if file.is_dir():
-        raise DocumentError(f"{shown} is a directory; give a Markdown or text file")
-    if file.suffix.lower() == ".pdf" and file.exists():
-        raise DocumentError(f"{shown}: {_PDF_MESSAGE}")
+        raise DocumentError(f"{shown} is a directory; give a PDF, Markdown or text file")
     try:
-        raw = file.read_bytes()  # one read; everything below works on these bytes
+        return file.read_bytes()  # one read; everything after works on these bytes
     except (FileNotFoundError, NotADirectoryError):
         raise DocumentError(f"no such file: {shown}") from None
     except PermissionError:
@@ -88,6 +100,14 @@ def load_document_file(path: str | Path) -> Document:
     except OSError as exc:
         raise DocumentError(f"cannot read {shown}: {exc.strerror or exc}") from None
 
+
+def is_pdf(path: str | Path, raw: bytes) -> bool:
+    """A PDF by its content, or by its name unless it is empty (that gets the empty error)."""
+    return raw.startswith(b"%PDF-") or (bool(raw) and Path(path).suffix.lower() == ".pdf")
+
+
+def document_from_bytes(raw: bytes, shown: str) -> Document:
+    """A Markdown or text file's bytes as a `Document`."""
     text = _decode(raw, shown)
     if not text or text.isspace():
         raise DocumentError(f"{shown} is empty; give a file with some text")
@@ -194,8 +214,6 @@ def _normalise(text: str) -> str:
 
 def _decode(raw: bytes, shown: str) -> str:
     """Bytes to text: UTF-8 (with or without BOM), or UTF-16 with a BOM."""
-    if raw.startswith(b"%PDF-"):
-        raise DocumentError(f"{shown}: {_PDF_MESSAGE}")
     # UTF-16 is full of NUL bytes, so its BOM must be recognised before sniffing.
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
         try:
@@ -205,12 +223,12 @@ def _decode(raw: bytes, shown: str) -> str:
                 f"{shown} starts with a UTF-16 mark but is not valid UTF-16; save it as UTF-8"
             ) from None
         if "\x00" in text[:_SNIFF_BYTES]:  # a UTF-32 file also starts with FF FE
-            raise DocumentError(f"{shown} looks binary; give a Markdown or text file")
+            raise DocumentError(f"{shown} looks binary; give a PDF, Markdown or text file")
         return text
 
     head = raw[:_SNIFF_BYTES]
     if b"\x00" in head or _control_ratio(head) > _MAX_CONTROL_RATIO:
-        raise DocumentError(f"{shown} looks binary; give a Markdown or text file")
+        raise DocumentError(f"{shown} looks binary; give a PDF, Markdown or text file")
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -58,6 +58,38 @@ class Source(TypedDict):
     location: str
 
 
+class SubQuestion(TypedDict):
+    question: str
+    doc_id: str | None  # aimed at one document, or None for all of the request's
+
+
+class RecallStep(TypedDict):
+    step: int
+    kind: Literal["recall"]
+    question: str
+    doc_id: str | None
+
+
+class RecalledChunkState(TypedDict):
+    """A recalled chunk as it travels in state (RecalledChunk, flattened)."""
+
+    step: int
+    doc_id: str
+    chunk_id: str
+    score: float
+    text: str
+    title: str
+    location: str
+
+
+class RecallStepTask(TypedDict):
+    """The state of one Send to recall_step: the step and where to search."""
+
+    step: RecallStep
+    kb: str | None
+    doc_ids: list[str]
+
+
 def merge_summaries(
     left: dict[str, DocSummary] | None, right: dict[str, DocSummary] | None
 ) -> dict[str, DocSummary]:
@@ -110,6 +142,12 @@ class State(InputState):
     strategy: Strategy | None
     # document_summary
     document_summaries: Annotated[dict[str, DocSummary], merge_summaries]
+    # chunk_recall
+    sub_questions: list[SubQuestion]
+    plan: list[RecallStep]
+    recalled: Annotated[list[RecalledChunkState], operator.add]
+    completed_steps: Annotated[list[int], operator.add]
+    execution_rounds: int
     # answer
     answer: str
     sources: list[Source]
@@ -125,3 +163,4 @@ class DocSummaryTask(TypedDict):
     content: str
     content_hash: str
     tokens: int
+    kb: str | None  # where a large document's chunks are recalled from (None: given directly)

@@ -12,6 +12,7 @@ from scholarflow import Context, build_graph
 from scholarflow.llm import limiter
 from scholarflow.sessions.registry import close_all
 from scholarflow.testing import FakeOpenAIServer
+from scholarflow.tools.kb_registry import close_all as close_knowledge_bases
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "papers"
 
@@ -32,9 +33,15 @@ async def fake_llm(
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
     monkeypatch.setenv("SCHOLARFLOW_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("SCHOLARFLOW_MODEL", raising=False)
+    # Recall embeddings from the scripted server too: fast, and no local model load.
+    monkeypatch.setenv("SCHOLARFLOW_EMBEDDING_MODEL", "fake-embedding")
+    monkeypatch.delenv("SCHOLARFLOW_EMBEDDING_BASE_URL", raising=False)
+    for name in ("SCHOLARFLOW_ES_URL", "SCHOLARFLOW_RECALL_API_URL", "SCHOLARFLOW_RERANK_MODEL"):
+        monkeypatch.delenv(name, raising=False)
     limiter().reset_stats()
     yield llm_server
     await close_all()
+    await close_knowledge_bases()
 
 
 @pytest.fixture

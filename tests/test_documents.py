@@ -89,7 +89,7 @@ def test_newlines_normalised(tmp_path: Path) -> None:
 
 def test_binary_file(tmp_path: Path) -> None:
     path = write(tmp_path, "image.md", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(100))
-    assert error_of(path) == f"{path} looks binary; give a Markdown or text file"
+    assert error_of(path) == f"{path} looks binary; give a PDF, Markdown or text file"
 
 
 def test_mostly_control_bytes_is_binary(tmp_path: Path) -> None:
@@ -98,12 +98,26 @@ def test_mostly_control_bytes_is_binary(tmp_path: Path) -> None:
 
 
 def test_pdf_by_suffix_and_by_content(tmp_path: Path) -> None:
-    pdf = write(tmp_path, "paper.pdf", b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n")
-    message = error_of(pdf)
-    assert "PDF files are not supported yet by --file" in message
-    assert "convert it to text or Markdown" in message
-    disguised = write(tmp_path, "paper.txt", b"%PDF-1.4\nstream\x00\x01")
-    assert "PDF files are not supported yet" in error_of(disguised)
+    from tests.test_ingest import make_pdf
+
+    data = make_pdf([["A Study of PDFs", "We study things."], ["Page two text."]])
+    doc = load_document_file(write(tmp_path, "paper.pdf", data))
+    assert doc.title == "A Study of PDFs"
+    assert "We study things." in doc.content and "Page two text." in doc.content
+    assert doc.doc_id == content_hash(doc.content)[:16]
+    assert load_document_file(write(tmp_path, "disguised.txt", data)).doc_id == doc.doc_id
+
+    broken = write(tmp_path, "broken.pdf", b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n")
+    assert error_of(broken).startswith(f"{broken} is not a readable PDF: ")
+    disguised = write(tmp_path, "broken.txt", b"%PDF-1.4\nstream\x00\x01")
+    assert error_of(disguised).startswith(f"{disguised} is not a readable PDF: ")
+
+
+def test_encrypted_pdf(tmp_path: Path) -> None:
+    from tests.test_ingest import make_pdf
+
+    path = write(tmp_path, "locked.pdf", make_pdf([["secret"]], password="pw"))
+    assert error_of(path) == f"{path} is encrypted; decrypt it first"
 
 
 def test_missing_pdf_says_missing(tmp_path: Path) -> None:
@@ -124,7 +138,8 @@ def test_missing_file(tmp_path: Path) -> None:
 
 
 def test_directory(tmp_path: Path) -> None:
-    assert error_of(tmp_path) == f"{tmp_path} is a directory; give a Markdown or text file"
+    assert error_of(tmp_path) == (
+        f"{tmp_path} is a directory; give a PDF, Markdown or text file")
 
 
 def test_unreadable_file(tmp_path: Path) -> None:

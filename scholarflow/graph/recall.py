@@ -1,18 +1,40 @@
-"""The execution subgraph of the chunk_recall branch."""
+"""The execution subgraph of the chunk_recall branch: recall steps in parallel rounds."""
 
 from __future__ import annotations
+
+from typing import Any, cast
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from scholarflow.context import Context
-from scholarflow.nodes.recall import recall_step
-from scholarflow.state import State
+from scholarflow.nodes.recall import (
+    ExecutionInput,
+    ExecutionOutput,
+    ExecutionState,
+    dispatch_steps,
+    finish_execution,
+    next_round,
+    recall_step,
+    recall_step_failed,
+)
+from scholarflow.state import RecallStepTask
 
 
-def build_execution_graph() -> CompiledStateGraph[State, Context, State, State]:
-    builder = StateGraph(State, context_schema=Context)
-    builder.add_node("recall_step", recall_step)
-    builder.add_edge(START, "recall_step")
-    builder.add_edge("recall_step", END)
+def build_execution_graph() -> CompiledStateGraph[
+    ExecutionState, Context, ExecutionInput, ExecutionOutput
+]:
+    builder = StateGraph(ExecutionState, context_schema=Context,
+                         input_schema=ExecutionInput, output_schema=ExecutionOutput)
+    builder.add_node("next_round", next_round)
+    builder.add_node(  # type: ignore[call-overload]  # mypy can't match a Send target's input
+        "recall_step", recall_step, input_schema=RecallStepTask,
+        # LangGraph injects NodeError by annotation; its node protocols don't model that.
+        error_handler=cast(Any, recall_step_failed),
+    )
+    builder.add_node("finish_execution", finish_execution)
+    builder.add_edge(START, "next_round")
+    builder.add_conditional_edges("next_round", dispatch_steps, ["recall_step", "finish_execution"])
+    builder.add_edge("recall_step", "next_round")
+    builder.add_edge("finish_execution", END)
     return builder.compile(name="execution")

@@ -14,13 +14,20 @@ from langgraph.runtime import Runtime
 
 from scholarflow import llm
 from scholarflow.context import Context, first_attempt, get_context
-from scholarflow.errors import NotSupportedError, ScholarflowError
+from scholarflow.errors import ScholarflowError
 from scholarflow.events import Thinking, emit, node_complete
 from scholarflow.intents import Intent
 from scholarflow.language import answer_language
+from scholarflow.nodes.citations import (
+    CitationFilter,
+    format_chunks,
+    number_chunks,
+    sources_for,
+)
 from scholarflow.nodes.common import format_document, history_messages
 from scholarflow.nodes.packing import pack_groups
 from scholarflow.prompts import (
+    CITED_MATERIAL_PROMPT,
     LITERATURE_QA_PROMPT,
     MULTI_DOC_SUMMARY_FINAL_MERGE_PROMPT,
     MULTI_DOC_SUMMARY_PROMPT,
@@ -32,7 +39,7 @@ from scholarflow.prompts import (
     SINGLE_DOC_SUMMARY_PROMPT,
     PromptTemplate,
 )
-from scholarflow.state import LLMUsage, State
+from scholarflow.state import LLMUsage, RecalledChunkState, Source, State
 from scholarflow.tokens import MESSAGE_OVERHEAD_TOKENS, count_message_tokens, count_tokens
 from scholarflow.tokens import truncate_to_tokens as truncate
 
@@ -89,17 +96,48 @@ class _Answerer:
                  *(c for _, c in self.history if history)]
         return prompt_budget(self.ctx) - count_message_tokens(turns) - MESSAGE_OVERHEAD_TOKENS
 
-    async def stream_answer(self, system: str) -> str:
+    async def stream_answer(self, system: str, citations: CitationFilter | None = None) -> str:
+        """Stream the answer; with `citations`, [n] naming no recalled chunk are dropped."""
         if self.first_attempt:  # a retry must not close the thinking block again
             self.thinking.end()
         prompt = [("system", system), *self.history, ("user", self.query)]
-        result = await llm.stream(
-            self.ctx, prompt, node=NODE,
-            on_text=lambda text: emit("answer_chunk", content=text),
-            on_reasoning=self.thinking.stream,
-        )
+        sent: list[str] = []
+
+        def send(text: str) -> None:
+            if citations is not None:
+                text = citations.feed(text)
+            if text:
+                sent.append(text)
+                emit("answer_chunk", content=text)
+
+        result = await llm.stream(self.ctx, prompt, node=NODE, on_text=send,
+                                  on_reasoning=self.thinking.stream)
+        if citations is not None and (rest := citations.flush()):
+            sent.append(rest)
+            emit("answer_chunk", content=rest)
         self.usage.append(result.usage)
-        return result.text
+        return "".join(sent)
+
+    async def from_chunks(self, state: State, intent: Intent) -> tuple[str, list[Source]]:
+        numbered = number_chunks(state.get("recalled") or [])
+        if not numbered:
+            raise ScholarflowError(
+                "recall found nothing relevant in the documents: rephrase the question, "
+                "or lower similarity_threshold"
+            )
+        template = DIRECT_PROMPTS[intent]
+        room = self.room(template, True) - count_tokens(CITED_MATERIAL_PROMPT.format(chunks=""))
+        kept: list[RecalledChunkState] = []
+        for chunk in numbered:  # best first, while they fit
+            room -= count_tokens(format_chunks([chunk]))
+            if room < 0:
+                break
+            kept.append(chunk)
+        self.thinking.say(f"Answering from the {len(kept)} best of {len(numbered)} passages.")
+        citations = CitationFilter(range(1, len(kept) + 1))
+        material = CITED_MATERIAL_PROMPT.format(chunks=format_chunks(kept))
+        answer = await self.stream_answer(self.fill(template, material), citations)
+        return answer, sources_for(citations.cited, kept)
 
     async def full_content(self, state: State, intent: Intent) -> str:
         template = DIRECT_PROMPTS[intent]
@@ -161,11 +199,12 @@ async def answer_generation(state: State, runtime: Runtime[Context]) -> dict[str
     intent = Intent.parse(state.get("detected_intent") or Intent.LITERATURE_QA)
     strategy = state.get("strategy")
     answerer = _Answerer(ctx, state, first_attempt(runtime))
+    sources: list[Source] = []
     if strategy == "multi_doc_summary":
         answer = await answerer.from_summaries(state, intent)
     elif strategy == "full_content":
         answer = await answerer.full_content(state, intent)
     else:
-        raise NotSupportedError(f"answering from strategy {strategy!r} is not built yet")
-    node_complete(NODE, intent=intent.value, strategy=strategy)
-    return {"answer": answer, "usage": answerer.usage}
+        answer, sources = await answerer.from_chunks(state, intent)
+    node_complete(NODE, intent=intent.value, strategy=strategy, sources=len(sources))
+    return {"answer": answer, "sources": sources, "usage": answerer.usage}

@@ -1,29 +1,181 @@
 """The chunk_recall branch: sub_question_generation -> plan_generation -> execution.
 
-Until knowledge bases exist, sub_question_generation stops the branch at its
-first step with a clear message, before any LLM call is spent.
+Sub-questions are retrieval-oriented and may aim at one document; each
+becomes one recall step; the execution subgraph runs consecutive recall
+steps in parallel (one Send each) and stops after total_steps x 2 rounds
+even if a step keeps failing.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import logging
+import operator
+import re
+from typing import Annotated, Any, NotRequired, TypedDict
 
+from langgraph.errors import NodeError
 from langgraph.runtime import Runtime
+from langgraph.types import Send
 
+from scholarflow import llm
 from scholarflow.context import Context, get_context
-from scholarflow.errors import NotSupportedError
-from scholarflow.state import State
-from scholarflow.tools.recall import get_retriever
+from scholarflow.errors import LLMError
+from scholarflow.events import Thinking, node_complete
+from scholarflow.nodes.common import history_text
+from scholarflow.prompts import SUB_QUESTION_GENERATION_PROMPT
+from scholarflow.state import (
+    DocumentInfo,
+    RecalledChunkState,
+    RecallStep,
+    RecallStepTask,
+    State,
+    SubQuestion,
+)
+from scholarflow.tools.kb import RecallParams
+from scholarflow.tools.recall import knowledge_base_for, recall_scope, retriever_for
+
+logger = logging.getLogger(__name__)
+MAX_SUB_QUESTIONS = 6
+_JSON_OBJECT = re.compile(r"\{.*\}", re.S)
+
+
+def parse_sub_questions(text: str, documents: list[DocumentInfo]) -> list[SubQuestion]:
+    """The sub-questions of the LLM's JSON; [] when it gave none that can be used."""
+    match = _JSON_OBJECT.search(text)
+    if not match:
+        return []
+    try:
+        data = json.loads(match.group(0))
+    except json.JSONDecodeError:
+        return []
+    items = data.get("sub_questions") if isinstance(data, dict) else None
+    known = {d["doc_id"] for d in documents}
+    result: list[SubQuestion] = []
+    for item in items if isinstance(items, list) else []:
+        question = str(item.get("question", "")).strip() if isinstance(item, dict) else ""
+        if not question:
+            continue
+        doc_id = item.get("doc_id")
+        result.append(SubQuestion(question=question,
+                                  doc_id=doc_id if doc_id in known else None))
+    return result[:MAX_SUB_QUESTIONS]
 
 
 async def sub_question_generation(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    get_retriever(get_context(runtime), state)
-    raise NotSupportedError("sub-question generation over a knowledge base is not built yet")
+    ctx = get_context(runtime)
+    # Fail fast, before any LLM call, when there is nothing to recall from.
+    await knowledge_base_for(state)
+    documents = state.get("documents") or []
+    query = state["query"]
+    thinking = Thinking(ctx.show_thinking, "sub_question_generation")
+    listing = "\n".join(f"- id {d['doc_id']}: {d['title']}" for d in documents[:50])
+    system = SUB_QUESTION_GENERATION_PROMPT.format(
+        max_questions=str(MAX_SUB_QUESTIONS), document_list=listing or "(the whole knowledge base)",
+        history=history_text(state, "planning"),
+    )
+    usage = []
+    try:
+        result = await llm.complete(ctx, [("system", system), ("user", query)],
+                                    node="sub_question_generation")
+        usage.append(result.usage)
+        questions = parse_sub_questions(result.text, documents)
+    except LLMError as exc:
+        logger.info("sub-questions failed, the question is one step: %s", exc)
+        questions = []
+    if not questions:
+        questions = [SubQuestion(question=query, doc_id=None)]
+        thinking.say("Searching with the question itself.")
+    else:
+        thinking.say("Sub-questions: " + "; ".join(q["question"] for q in questions))
+    node_complete("sub_question_generation", count=len(questions))
+    return {"sub_questions": questions, "usage": usage}
 
 
 async def plan_generation(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    raise NotSupportedError("recall planning is not built yet")
+    plan = [
+        RecallStep(step=i, kind="recall", question=q["question"], doc_id=q["doc_id"])
+        for i, q in enumerate(state.get("sub_questions") or [], 1)
+    ]
+    node_complete("plan_generation", steps=len(plan))
+    return {"plan": plan}
 
 
-async def recall_step(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    raise NotSupportedError("recall execution is not built yet")
+class ExecutionInput(TypedDict):
+    plan: list[RecallStep]
+    kb: NotRequired[str | None]
+    doc_ids: NotRequired[list[str]]
+    documents: list[DocumentInfo]
+
+
+class ExecutionOutput(TypedDict):
+    # Not in ExecutionInput, so they start empty and the parent receives only what is new.
+    recalled: Annotated[list[RecalledChunkState], operator.add]
+    completed_steps: Annotated[list[int], operator.add]
+
+
+class ExecutionState(ExecutionInput, ExecutionOutput):
+    execution_rounds: int
+
+
+def dispatch_steps(state: ExecutionState) -> list[Send] | str:
+    """The consecutive recall steps not done yet, each its own Send; else finish."""
+    done = set(state.get("completed_steps") or [])
+    plan = state.get("plan") or []
+    if state.get("execution_rounds", 0) > 2 * len(plan):  # seed 004: at most total_steps x 2
+        return "finish_execution"
+    pending = [s for s in plan if s["step"] not in done]
+    batch = []
+    for step in pending:  # a run of consecutive recall steps goes out together
+        if step["kind"] != "recall":
+            break
+        batch.append(step)
+    if not batch:
+        return "finish_execution"
+    scope = recall_scope(state.get("kb"), state.get("doc_ids") or [],
+                         state.get("documents") or [])
+    return [Send("recall_step", RecallStepTask(step=s, kb=state.get("kb"), doc_ids=scope))
+            for s in batch]
+
+
+async def recall_step(task: RecallStepTask, runtime: Runtime[Context]) -> dict[str, Any]:
+    ctx = get_context(runtime)
+    step = task["step"]
+    retriever = await retriever_for(task["kb"], step["doc_id"], task["doc_ids"], ctx)
+    params = RecallParams(top_n=ctx.top_n, similarity_threshold=ctx.similarity_threshold,
+                          vector_similarity_weight=ctx.vector_similarity_weight,
+                          use_rerank=ctx.use_rerank)
+    doc_ids = [step["doc_id"]] if step["doc_id"] else (task["doc_ids"] or None)
+    found = await retriever.search(step["question"], doc_ids=doc_ids, params=params)
+    node_complete("recall_step", step=step["step"], chunks=len(found))
+    return {
+        "recalled": [RecalledChunkState(step=step["step"], doc_id=c.doc_id,
+                                        chunk_id=c.chunk_id, score=c.score, text=c.text,
+                                        title=c.title, location=c.location) for c in found],
+        "completed_steps": [step["step"]],
+    }
+
+
+async def recall_step_failed(task: RecallStepTask, error: NodeError) -> dict[str, Any]:
+    """A failed step stays pending: the next round tries it again, up to the cap."""
+    logger.warning("recall step %s failed: %s", task["step"]["step"], error.error)
+    return {}
+
+
+async def next_round(state: ExecutionState, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Count a round of recall steps, so a failing step cannot loop forever."""
+    return {"execution_rounds": state.get("execution_rounds", 0) + 1}
+
+
+async def finish_execution(state: ExecutionState, runtime: Runtime[Context]) -> dict[str, Any]:
+    ctx = get_context(runtime)
+    plan = state.get("plan") or []
+    done = set(state.get("completed_steps") or [])
+    recalled = state.get("recalled") or []
+    failed = [s["step"] for s in plan if s["step"] not in done]
+    Thinking(ctx.show_thinking, "execution").say(
+        f"Recalled {len(recalled)} passages in {len(done)} of {len(plan)} steps"
+        + (f"; steps {failed} failed." if failed else ".")
+    )
+    node_complete("execution", steps=len(plan), failed=len(failed), chunks=len(recalled))
+    return {}

@@ -8,12 +8,14 @@ from langgraph.runtime import Runtime
 
 from scholarflow.context import Context, get_context
 from scholarflow.documents import Document, document_from_text, documents_from_mapping
-from scholarflow.errors import InputError, KnowledgeBaseNotConfiguredError
+from scholarflow.errors import InputError
 from scholarflow.events import Thinking, node_complete
 from scholarflow.intents import Intent
 from scholarflow.sessions.registry import session_store
 from scholarflow.state import DocumentInfo, HistoryMessage, State
 from scholarflow.tokens import available_tokens, count_tokens
+from scholarflow.tools.kb import DocumentNotFoundError
+from scholarflow.tools.recall import DEFAULT_KB, open_kb
 
 
 def validate_request(state: State) -> str:
@@ -29,31 +31,38 @@ def validate_request(state: State) -> str:
     return query
 
 
-def gather_documents(state: State) -> list[Document]:
-    """The request's documents: `content`, `document_contents`, then `doc_ids`."""
-    docs: list[Document] = []
+async def gather_documents(state: State) -> tuple[list[DocumentInfo], dict[str, str]]:
+    """The request's documents and the texts given directly.
+
+    First `content` and `document_contents`; then `doc_ids` from the knowledge
+    base (`kb`, else "default"), or every document of `kb` when no id is named.
+    Texts of stored documents are read later, only where a strategy needs them.
+    """
+    direct: dict[str, Document] = {}
     if content := state.get("content"):
-        docs.append(document_from_text(content))
-    mapping = state.get("document_contents") or {}
-    docs.extend(documents_from_mapping(mapping))
-    missing = [d for d in state.get("doc_ids") or [] if d not in mapping]
-    if missing:
-        raise KnowledgeBaseNotConfiguredError(
-            f"documents {', '.join(missing)} must come from a knowledge base, and none is "
-            "configured yet: give the documents directly (--file or document_contents)"
-        )
-    unique: dict[str, Document] = {}
-    for doc in docs:
-        unique.setdefault(doc.doc_id, doc)
-    return list(unique.values())
-
-
-def document_infos(docs: list[Document]) -> list[DocumentInfo]:
-    return [
+        doc = document_from_text(content)
+        direct[doc.doc_id] = doc
+    for doc in documents_from_mapping(state.get("document_contents") or {}):
+        direct.setdefault(doc.doc_id, doc)
+    infos = [
         DocumentInfo(doc_id=d.doc_id, title=d.title, tokens=count_tokens(d.content),
                      content_hash=d.content_hash)
-        for d in docs
+        for d in direct.values()
     ]
+    kb_name = state.get("kb")
+    wanted = [d for d in state.get("doc_ids") or [] if d not in direct]
+    if kb_name or wanted:
+        kb = await open_kb(kb_name or DEFAULT_KB)
+        stored = await kb.documents(wanted or None)
+        if missing := sorted(set(wanted) - {s.doc_id for s in stored}):
+            raise DocumentNotFoundError(
+                f"no document {', '.join(missing)} in knowledge base {kb.name!r}; "
+                f"see `scholarflow search QUERY --kb {kb.name}`"
+            )
+        infos += [DocumentInfo(doc_id=s.doc_id, title=s.title, tokens=s.tokens,
+                               content_hash=s.content_hash)
+                  for s in stored if s.doc_id not in direct]
+    return infos, {d.doc_id: d.content for d in direct.values()}
 
 
 def document_budget(ctx: Context, *, session_tokens: int, query_tokens: int) -> int:
@@ -88,11 +97,13 @@ async def request_init(state: State, runtime: Runtime[Context]) -> dict[str, Any
     history = [HistoryMessage(type=m.type.value, content=m.content) for m in active]
     session_tokens = sum(m.token_count for m in active)
 
-    docs = gather_documents(state)
-    infos = document_infos(docs)
+    infos, contents = await gather_documents(state)
     query_tokens = count_tokens(query)
     budget = document_budget(ctx, session_tokens=session_tokens, query_tokens=query_tokens)
     direct = fits_whole(ctx, infos, budget)
+    if direct and infos[0]["doc_id"] not in contents:  # one stored document, read whole
+        kb = await open_kb(state.get("kb") or DEFAULT_KB)
+        contents[infos[0]["doc_id"]] = await kb.document_text(infos[0]["doc_id"])
 
     doc_tokens = sum(i["tokens"] for i in infos)
     thinking.say(
@@ -105,7 +116,7 @@ async def request_init(state: State, runtime: Runtime[Context]) -> dict[str, Any
         "query": query,
         "session_id": session_id,
         "documents": infos,
-        "document_contents": {d.doc_id: d.content for d in docs},
+        "document_contents": contents,
         "history": history,
         "session_tokens": session_tokens,
         "query_tokens": query_tokens,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import operator
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, NotRequired, TypedDict
 
 from langgraph.errors import NodeError
 from langgraph.runtime import Runtime
@@ -24,6 +24,7 @@ from scholarflow.sessions.cache import summary_cache_key
 from scholarflow.sessions.registry import summary_cache
 from scholarflow.state import DocSummary, DocSummaryTask, DocumentInfo, LLMUsage, merge_summaries
 from scholarflow.tokens import count_tokens
+from scholarflow.tools.recall import DEFAULT_KB, key_chunks_text, open_kb
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +37,7 @@ _PROMPT_OVERHEAD_TOKENS = count_tokens(
 class SummaryInput(TypedDict):
     documents: list[DocumentInfo]
     document_contents: dict[str, str]
+    kb: NotRequired[str | None]
 
 
 class SummaryOutput(TypedDict):
@@ -65,8 +67,15 @@ async def load_cached_summaries(state: SummaryState, runtime: Runtime[Context]) 
          to_generate=len(documents) - len(hits), refresh=ctx.refresh_summary_cache)
     for hit in hits.values():
         emit("doc_summary_complete", doc_id=hit["doc_id"], title=hit["title"], cached=True)
+    # Stored documents still to summarise: read their texts (direct ones are here already).
+    contents = dict(state.get("document_contents") or {})
+    unread = [d["doc_id"] for d in documents if d["doc_id"] not in hits | contents]
+    if unread:
+        kb = await open_kb(state.get("kb") or DEFAULT_KB)
+        for doc_id in unread:
+            contents[doc_id] = await kb.document_text(doc_id)
     node_complete("load_cached_summaries", cached=len(hits))
-    return {"document_summaries": hits}
+    return {"document_summaries": hits, "document_contents": contents}
 
 
 def dispatch_summaries(state: SummaryState) -> list[Send] | str:
@@ -75,7 +84,7 @@ def dispatch_summaries(state: SummaryState) -> list[Send] | str:
     sends = [
         Send("summarize_document", DocSummaryTask(
             doc_id=d["doc_id"], title=d["title"], content_hash=d["content_hash"],
-            tokens=d["tokens"],
+            tokens=d["tokens"], kb=state.get("kb"),
             content=state["document_contents"][d["doc_id"]],
         ))
         for d in state["documents"]
@@ -88,15 +97,15 @@ async def summarize_document(task: DocSummaryTask, runtime: Runtime[Context]) ->
     ctx = get_context(runtime)
     doc_id, title = task["doc_id"], task["title"]
     limit = ctx.max_context_tokens - ctx.reserved_answer_tokens - _PROMPT_OVERHEAD_TOKENS
-    tokens = task["tokens"]
-    if tokens > limit:
-        raise NotSupportedError(
-            f"{title!r} has {tokens} tokens, more than the {limit} one summary prompt can "
-            "hold; summarising large documents from recalled chunks needs a knowledge base"
-        )
     emit("doc_summary_start", doc_id=doc_id, title=title)
+    content = task["content"]
+    if task["tokens"] > limit:  # too large to read whole: summarise its key chunks
+        content = await key_chunks_text(task["kb"], doc_id, content, limit, ctx)
+        Thinking(ctx.show_thinking, "summarize_document").say(
+            f"{title!r} has {task['tokens']} tokens: summarising its key recalled passages."
+        )
     prompt = DOCUMENT_CONDENSED_SUMMARY_PROMPT.format(
-        max_words=SUMMARY_MAX_WORDS, title=title, content=task["content"]
+        max_words=SUMMARY_MAX_WORDS, title=title, content=content
     )
     # Not streamed: ten summaries interleaving token by token read as noise, and
     # a streamed call costs several times the client CPU, which with 200

@@ -14,11 +14,14 @@ from scholarflow.prompts.answer import (
 from scholarflow.prompts.base import PromptTemplate
 from scholarflow.prompts.chat import SESSION_COMPRESSION_PROMPT, SIMPLE_INTERACTION_PROMPT
 from scholarflow.prompts.intent import INTENT_RECOGNITION_PROMPT, SUB_QUESTION_GENERATION_PROMPT
+from scholarflow.prompts.recall import CITED_MATERIAL_PROMPT, KEY_CHUNK_QUERIES
 from scholarflow.prompts.summary import DOCUMENT_CONDENSED_SUMMARY_PROMPT
 
 __all__ = [
+    "CITED_MATERIAL_PROMPT",
     "DOCUMENT_CONDENSED_SUMMARY_PROMPT",
     "INTENT_RECOGNITION_PROMPT",
+    "KEY_CHUNK_QUERIES",
     "LITERATURE_QA_PROMPT",
     "MULTI_DOC_SUMMARY_FINAL_MERGE_PROMPT",
     "MULTI_DOC_SUMMARY_PROMPT",

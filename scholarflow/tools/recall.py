@@ -1,41 +1,126 @@
-"""Recall over a knowledge base: the seam the chunk_recall branch calls.
+"""Where recall happens for a request: a knowledge base, or the documents given directly.
 
-Knowledge bases (`scholarflow ingest`, the embedded index, Elasticsearch, the
-HTTP recall API) are not built yet, so asking for a retriever says so.
+Documents given directly (`--file`, `content`, `document_contents`) that need
+recall are ingested into a scratch knowledge base, `_direct`, keyed by
+content hash, so asking again about the same file costs no re-indexing.
+`SCHOLARFLOW_RECALL_API_URL` sends recall to an external service instead.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from scholarflow.context import Context
-from scholarflow.errors import KnowledgeBaseNotConfiguredError
-from scholarflow.state import State
+from scholarflow.documents import document_from_text
+from scholarflow.state import DocumentInfo, State
+from scholarflow.tools.kb import KnowledgeBase, Retriever
+
+if TYPE_CHECKING:
+    from scholarflow.tools.recall_cache import RecallToolCache
+
+DEFAULT_KB = "default"
+DIRECT_KB = "_direct"
+RECALL_API_ENV = "SCHOLARFLOW_RECALL_API_URL"
+
+_tool_cache: RecallToolCache | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class RecalledChunk:
-    doc_id: str
-    chunk_id: str
-    score: float
-    text: str
-    title: str
-    location: str
+def _tools(ctx: Context) -> RecallToolCache:
+    from scholarflow.tools.recall_cache import RecallToolCache
+
+    global _tool_cache
+    if _tool_cache is None or _tool_cache.maxsize != ctx.recall_tool_cache_size:
+        _tool_cache = RecallToolCache(maxsize=ctx.recall_tool_cache_size)
+    return _tool_cache
 
 
-class Retriever(Protocol):
-    async def search(
-        self, query: str, *, doc_ids: list[str] | None, top_n: int
-    ) -> list[RecalledChunk]: ...
+async def open_kb(name: str, *, create: bool = False) -> KnowledgeBase:
+    """The knowledge base called `name` (KnowledgeBaseNotFoundError when there is none)."""
+    from scholarflow.tools.kb_registry import open_knowledge_base
+
+    return await open_knowledge_base(name, create=create)
 
 
-def get_retriever(ctx: Context, state: State) -> Retriever:
-    """The retriever for this request's knowledge base."""
-    kb = state.get("kb")
-    what = f"knowledge base {kb!r} is" if kb else "no knowledge base is"
-    raise KnowledgeBaseNotConfiguredError(
-        f"{what} configured, and this question needs recall (strategy chunk_recall: "
-        "several documents, or one too large to read whole); knowledge bases are not "
-        "built yet: ask about one document that fits, or ask for a summary or review"
-    )
+async def knowledge_base_for(state: State) -> KnowledgeBase | None:
+    """The knowledge base recall searches; None when an external recall API does."""
+    if os.environ.get(RECALL_API_ENV):
+        return None
+    if name := state.get("kb"):
+        return await open_kb(name)
+    kb = await open_kb(DIRECT_KB, create=True)
+    await index_direct_documents(kb, state.get("document_contents") or {})
+    return kb
+
+
+async def index_direct_documents(kb: KnowledgeBase, contents: dict[str, str]) -> None:
+    """Add the request's own documents to the scratch knowledge base (a no-op when there)."""
+    from scholarflow.ingest.pipeline import add_document
+
+    present = {d.doc_id for d in await kb.documents(list(contents))}
+    for doc_id, text in contents.items():
+        if doc_id not in present:
+            await add_document(kb, document_from_text(text, doc_id=doc_id))
+
+
+def recall_scope(
+    kb: str | None, doc_ids: Sequence[str], documents: list[DocumentInfo]
+) -> list[str]:
+    """The documents recall may search: the named ones, or every one of the request.
+
+    An empty list means the whole knowledge base (`--kb` with no `--doc`).
+    """
+    if kb:
+        return list(doc_ids)
+    return [d["doc_id"] for d in documents]
+
+
+async def retriever_for(
+    kb: str | None, doc_id: str | None, scope: Sequence[str], ctx: Context
+) -> Retriever:
+    """The retriever of one recall step; a step aimed at one document gets that document's."""
+    if url := os.environ.get(RECALL_API_ENV):
+        from scholarflow.tools.recall_api import HttpRecallRetriever
+
+        return HttpRecallRetriever(url, [kb or "default"])
+    base = await open_kb(kb or DIRECT_KB)
+    if doc_id is None:
+        return base
+    return _tools(ctx).get(base, base.name, doc_id)
+
+
+async def key_chunks_text(
+    kb_name: str | None, doc_id: str, text: str | None, max_tokens: int, ctx: Context
+) -> str:
+    """A large document's most informative chunks, in reading order, within `max_tokens`.
+
+    Recalled with fixed questions about problem, method, data, results and
+    limits (in English and Chinese), so any document yields its key parts.
+    """
+    from scholarflow.prompts import KEY_CHUNK_QUERIES
+    from scholarflow.tokens import count_tokens
+    from scholarflow.tools.kb import RecallParams
+
+    if kb_name:
+        kb = await open_kb(kb_name)
+    else:
+        kb = await open_kb(DIRECT_KB, create=True)
+        await index_direct_documents(kb, {doc_id: text or ""})
+    params = RecallParams(top_n=ctx.top_n, similarity_threshold=0.0,
+                          vector_similarity_weight=ctx.vector_similarity_weight)
+    results = [await kb.search(q, doc_ids=[doc_id], params=params) for q in KEY_CHUNK_QUERIES]
+    order: dict[str, str] = {}  # chunk_id -> text, in the order the questions earn them
+    for rank in range(ctx.top_n):  # round-robin: every question gets its best chunk first
+        for hits in results:
+            if rank < len(hits):
+                order.setdefault(hits[rank].chunk_id, hits[rank].text)
+    picked: dict[str, str] = {}
+    used = 0
+    for chunk_id, chunk_text in order.items():
+        cost = count_tokens(chunk_text) + 2
+        if used + cost > max_tokens:
+            break
+        picked[chunk_id] = chunk_text
+        used += cost
+    return "\n\n".join(picked[c] for c in sorted(picked))  # chunk ids sort in reading order

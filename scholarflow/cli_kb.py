@@ -1,0 +1,142 @@
+"""The knowledge-base commands: `ingest` and `search`.
+
+`ingest` prints one JSON line per document on stdout and one `error:` line
+per failed file on stderr, with a progress bar on stderr when it is a
+terminal. `search` prints the recalled chunks as JSON lines, best first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scholarflow.context import Context
+from scholarflow.errors import InputError
+
+if TYPE_CHECKING:  # the ingest modules load tiktoken: only `ingest` and `search` pay for it
+    from scholarflow.ingest.pipeline import IngestResult
+
+DEFAULT_KB = "default"
+EXIT_SOME_FAILED = 1
+EXIT_ALL_BAD = 2
+SCORE_DIGITS = 4
+
+
+def add_parsers(sub: Any) -> None:
+    """The `ingest` and `search` subcommands, on the CLI's subparsers."""
+    ingest = sub.add_parser("ingest", help="add PDF, Markdown and text files to a knowledge base")
+    ingest.add_argument("paths", nargs="+", metavar="PATH",
+                        help="a file, or a directory to ingest recursively")
+    ingest.add_argument("--kb", default=DEFAULT_KB,
+                        help=f"knowledge base name (default: {DEFAULT_KB})")
+
+    search = sub.add_parser("search", help="print the chunks recall finds, best first")
+    search.add_argument("query")
+    search.add_argument("--kb", default=DEFAULT_KB,
+                        help=f"knowledge base name (default: {DEFAULT_KB})")
+    search.add_argument("--doc", action="append", default=[], metavar="ID",
+                        help="only this document (repeatable)")
+    search.add_argument("--top-n", type=_positive_int, default=None, metavar="N",
+                        help=f"chunks to print (default: {Context().top_n})")
+
+
+def _positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
+    return number
+
+
+async def ingest(args: argparse.Namespace) -> int:
+    from scholarflow.ingest.pipeline import ingest_paths
+    from scholarflow.tools.kb_registry import close_all
+
+    progress = _Progress()
+    try:
+        results = await ingest_paths(args.paths, args.kb, on_result=progress.result,
+                                     on_files=progress.start)
+    finally:
+        progress.close()
+        await close_all()
+    failed = sum(1 for r in results if not r.ok)
+    if failed == 0:
+        return 0
+    return EXIT_ALL_BAD if failed == len(results) else EXIT_SOME_FAILED
+
+
+async def search(args: argparse.Namespace) -> int:
+    from scholarflow.tools.index.tokenize import has_words
+    from scholarflow.tools.kb import DocumentNotFoundError, RecallParams
+    from scholarflow.tools.kb_registry import close_all, open_knowledge_base
+
+    query = args.query.strip()
+    if not has_words(query):  # checked before opening anything: nothing to look up
+        raise InputError("the query has no words to search for: give some words, "
+                         "e.g. 'sparse attention memory'")
+    ctx = Context()
+    params = RecallParams(top_n=args.top_n or ctx.top_n,
+                          similarity_threshold=ctx.similarity_threshold,
+                          vector_similarity_weight=ctx.vector_similarity_weight,
+                          use_rerank=ctx.use_rerank)
+    kb = await open_knowledge_base(args.kb)
+    try:
+        doc_ids = list(dict.fromkeys(args.doc)) or None
+        if doc_ids:
+            known = {d.doc_id for d in await kb.documents(doc_ids)}
+            missing = [d for d in doc_ids if d not in known]
+            if missing:
+                raise DocumentNotFoundError(
+                    f"knowledge base {args.kb!r} has no document {missing[0]!r}; "
+                    "`scholarflow ingest` prints the ids")
+        found = await kb.search(query, doc_ids=doc_ids, params=params)
+    finally:
+        await close_all()
+    for chunk in found:
+        print(json.dumps({
+            "doc_id": chunk.doc_id, "chunk_id": chunk.chunk_id,
+            "score": round(chunk.score, SCORE_DIGITS), "text": chunk.text,
+            "title": chunk.title, "heading": chunk.heading, "page": chunk.page,
+        }, ensure_ascii=False), flush=True)
+    return 0
+
+
+class _Progress:
+    """A tqdm bar on stderr when it is a terminal; result lines either way."""
+
+    def __init__(self) -> None:
+        self._bar: Any = None
+        self._write: Callable[..., None] = _plain_write
+
+    def start(self, files: int) -> None:
+        if not sys.stderr.isatty() or files < 1:
+            return
+        # Lazy: only a terminal run draws a bar. tqdm ships no types; types-tqdm may be there.
+        from tqdm import tqdm  # type: ignore[import-untyped, unused-ignore]
+
+        self._bar = tqdm(total=files, unit="file", file=sys.stderr, leave=False,
+                         dynamic_ncols=True)
+        self._write = tqdm.write  # prints above the bar instead of through it
+
+    def result(self, result: IngestResult) -> None:
+        if result.ok:
+            self._write(json.dumps(result.as_json(), ensure_ascii=False), file=sys.stdout)
+        else:
+            self._write(f"error: {result.error}", file=sys.stderr)
+        if self._bar is not None:
+            self._bar.set_postfix_str(Path(result.source).name[:40], refresh=False)
+            self._bar.update(1)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+def _plain_write(line: str, file: Any = None) -> None:
+    print(line, file=file, flush=True)

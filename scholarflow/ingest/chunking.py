@@ -1,0 +1,377 @@
+"""Chunking along a document's structure: headings, then paragraphs, then sentences.
+
+A chunk never crosses a heading, so its `heading` path is exact. Paragraphs
+are packed up to `target_tokens`; a paragraph longer than the hard
+`max_tokens` is cut at sentences (English and Chinese punctuation), then at
+lines, then at token boundaries, and only those cuts get a small overlap.
+
+Speed: the whole text is encoded once; the character offset where every
+token starts is derived from a per-vocabulary table, and the tokens of any
+span are then two bisects. Encoding each piece separately was ~3x slower.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from itertools import accumulate, pairwise
+from typing import TYPE_CHECKING
+
+from scholarflow.tokens import encoding
+from scholarflow.tools.kb import Chunk
+
+if TYPE_CHECKING:
+    from scholarflow.ingest.extract import ExtractedDocument
+
+__all__ = [
+    "MAX_TOKENS",
+    "OVERLAP_TOKENS",
+    "TARGET_TOKENS",
+    "ChunkedDocument",
+    "chunk_document",
+    "chunk_text",
+    "plain_heading_level",
+]
+
+TARGET_TOKENS = 400
+MAX_TOKENS = 512
+OVERLAP_TOKENS = 64
+# A span counted inside the whole text can encode to a token or two more on
+# its own (a space or newline merges differently at its edges): cut below the max.
+_EDGE_MARGIN = 4
+HEADING_SEPARATOR = " > "
+
+_ATX = re.compile(r" {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+# "3 Method", "3.2 Training", "IV. Results", "二、方法": numbered headings of PDFs and text.
+_PLAIN_HEADING = re.compile(
+    r"(?:(\d{1,2}(?:\.\d{1,2}){0,3})\.?[ \t]+|[IVX]{1,5}\.[ \t]+"
+    r"|[一二三四五六七八九十]{1,3}[、.．][ \t]*)(\S.{0,78})$"
+)
+_NAMED_HEADINGS = frozenset({
+    "abstract", "introduction", "related work", "background", "conclusion", "conclusions",
+    "references", "bibliography", "acknowledgments", "acknowledgements", "appendix",
+    "摘要", "引言", "相关工作", "结论", "参考文献", "致谢", "附录",
+})
+# A sentence ends at Chinese end punctuation, or at . ! ? followed by space or a closing mark.
+_SENTENCE_END = re.compile(
+    r"(?:[。！？；]|[.!?](?=[\s\"'”’)\]]|$))[\"'”’)\]」』）]*\s*"
+)
+_CONTINUATION_BYTES = bytes(range(0x80, 0xC0))
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkedDocument:
+    chunks: tuple[Chunk, ...]
+    tokens: int  # of the whole text, the same as count_tokens(text)
+
+
+def chunk_document(extracted: ExtractedDocument, **options: int) -> ChunkedDocument:
+    """Chunks of an extracted file: PDFs get pages, Markdown gets `#` headings."""
+    document = extracted.document
+    return chunk_text(document.content, document.doc_id, kind=extracted.kind,
+                      pages=extracted.pages, **options)
+
+
+def chunk_text(
+    text: str,
+    doc_id: str,
+    *,
+    kind: str = "markdown",
+    pages: Sequence[tuple[int, int]] = (),
+    target_tokens: int = TARGET_TOKENS,
+    max_tokens: int = MAX_TOKENS,
+    overlap_tokens: int = OVERLAP_TOKENS,
+) -> ChunkedDocument:
+    """Cut `text` into chunks with ids `f"{doc_id}:{n:05d}"`, in document order.
+
+    `kind` "markdown" reads `#` headings, "pdf" numbered headings ("3.2
+    Training"), "text" both; `pages` are (page number, start offset) pairs.
+    """
+    if not 0 < target_tokens <= max_tokens or max_tokens <= _EDGE_MARGIN:
+        raise ValueError("chunking needs 0 < target_tokens <= max_tokens")
+    tokens = _TokenIndex(text)
+    packer = _Packer(text, tokens, target_tokens, max_tokens - _EDGE_MARGIN, overlap_tokens)
+    for block in _blocks(text, markdown=kind != "pdf", plain=kind != "markdown"):
+        if block.heading_level:
+            packer.heading(block.start, block.end, block.path)
+        else:
+            packer.body(block.start, block.end)
+    packer.flush()
+
+    page_starts = [start for _, start in pages]
+    chunks: list[Chunk] = []
+    for start, end, path in packer.spans:
+        raw = text[start:end]
+        body = raw.strip()
+        if not body:
+            continue
+        start += len(raw) - len(raw.lstrip())
+        page = None
+        if pages:
+            index = bisect_right(page_starts, start) - 1
+            page = pages[max(index, 0)][0]
+        n = len(chunks)
+        chunks.append(Chunk(
+            chunk_id=f"{doc_id}:{n:05d}", doc_id=doc_id, n=n, text=body,
+            tokens=tokens.count(start, start + len(body)),
+            heading=_heading_text(path), page=page,
+        ))
+    return ChunkedDocument(tuple(chunks), tokens.total)
+
+
+def plain_heading_level(line: str) -> int | None:
+    """The level of a numbered or well-known section heading line, else None."""
+    if not line or len(line) > 80:
+        return None
+    if line.lower().rstrip(":：") in _NAMED_HEADINGS:
+        return 1
+    found = _PLAIN_HEADING.match(line)
+    if found is None:
+        return None
+    title = found.group(2)
+    first = title[0]
+    if not (first.isupper() or "\u4e00" <= first <= "\u9fff"):
+        return None
+    # A sentence, a list item or a table row, not a heading.
+    if title[-1] in ".,;:，。；：" or len(title.split()) > 10:
+        return None
+    if sum(c.isdigit() for c in title) * 3 > len(title):
+        return None
+    number = found.group(1)
+    return number.count(".") + 1 if number else 1
+
+
+# --- token counting -------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def _chars_starting_in_token() -> list[int]:
+    """For each token id: how many characters start in its bytes (UTF-8 lead bytes)."""
+    enc = encoding()
+    special = {enc.encode_single_token(name) for name in enc.special_tokens_set}
+    ids = [token for token in range(enc.n_vocab) if token not in special]
+    table = [0] * enc.n_vocab
+    # Decoded in batches (one call each, ~3x faster than token by token); a
+    # batch with a hole in the vocabulary falls back to one token at a time.
+    for first in range(0, len(ids), 8192):
+        batch = ids[first:first + 8192]
+        try:
+            datas = enc.decode_tokens_bytes(batch)
+        except KeyError:
+            datas = [_token_bytes(token) for token in batch]
+        for token, data in zip(batch, datas, strict=True):
+            table[token] = len(data.translate(None, _CONTINUATION_BYTES))
+    return table
+
+
+def _token_bytes(token: int) -> bytes:
+    try:
+        return encoding().decode_single_token_bytes(token)
+    except KeyError:
+        return b""  # a hole; encode_ordinary never yields it
+
+
+class _TokenIndex:
+    """Character offset of every token's start; the tokens of a span by bisecting."""
+
+    def __init__(self, text: str) -> None:
+        ids = encoding().encode_ordinary(text)
+        self.total = len(ids)
+        table = _chars_starting_in_token()
+        # starts[k] is where token k starts; the last entry is len(text), a sentinel.
+        self.starts = list(accumulate(map(table.__getitem__, ids), initial=0))
+
+    def count(self, start: int, end: int) -> int:
+        return bisect_left(self.starts, end) - bisect_left(self.starts, start)
+
+    def cuts(self, start: int, end: int, size: int) -> list[int]:
+        """Offsets that cut [start, end) into spans of `size` tokens."""
+        first, last = bisect_left(self.starts, start), bisect_left(self.starts, end)
+        return [self.starts[k] for k in range(first + size, last, size)]
+
+
+# --- structure ------------------------------------------------------------------
+
+Path = tuple[tuple[int, str], ...]  # (level, title) from the outermost heading in
+
+
+@dataclass(frozen=True, slots=True)
+class _Block:
+    start: int
+    end: int
+    path: Path  # the headings this block is under (a heading: the path it opens)
+    heading_level: int = 0
+
+
+def _blocks(text: str, *, markdown: bool, plain: bool) -> list[_Block]:
+    """Headings and paragraphs (blank-line separated; a fenced code block is one)."""
+    blocks: list[_Block] = []
+    path: Path = ()
+    para_start = para_end = -1
+    fence = ""
+    pos = 0
+
+    def close_paragraph() -> None:
+        nonlocal para_start, path
+        if para_start < 0:
+            return
+        line = text[para_start:para_end]
+        level = plain_heading_level(line.strip()) if plain and "\n" not in line else None
+        if level is not None:
+            path = _push(path, level, line.strip())
+            blocks.append(_Block(para_start, para_end, path, level))
+        else:
+            blocks.append(_Block(para_start, para_end, path))
+        para_start = -1
+
+    for line in text.split("\n"):
+        start, end = pos, pos + len(line)
+        pos = end + 1
+        if fence:
+            para_end = end  # blank lines inside code belong to it
+            if line.lstrip().startswith(fence):
+                fence = ""
+                close_paragraph()
+            continue
+        if not line.strip():
+            close_paragraph()
+            continue
+        head = line[:7].lstrip()
+        if markdown and head.startswith("#") and (found := _ATX.match(line)):
+            close_paragraph()
+            title = found.group(2).strip()
+            if title:
+                level = len(found.group(1))
+                path = _push(path, level, title)
+                blocks.append(_Block(start, end, path, level))
+                continue
+        if head.startswith(("```", "~~~")) and (opened := _FENCE.match(line)):
+            close_paragraph()
+            fence = opened.group(1)
+        if para_start < 0:
+            para_start = start
+        para_end = end
+    close_paragraph()
+    return _drop_title(text, blocks)
+
+
+def _push(path: Path, level: int, title: str) -> Path:
+    return (*(entry for entry in path if entry[0] < level), (level, " ".join(title.split())))
+
+
+def _drop_title(text: str, blocks: list[_Block]) -> list[_Block]:
+    """A lone `#` heading at the top is the document's title, not a section of every chunk."""
+    headings = [b for b in blocks if b.heading_level]
+    if not headings or headings[0].heading_level != 1:
+        return blocks
+    if not text[headings[0].start:headings[0].end].lstrip().startswith("#"):
+        return blocks  # "1 Introduction" is a section, whatever comes after it
+    if sum(1 for b in headings if b.heading_level == 1) != 1:
+        return blocks
+    title = headings[0].path[0]
+    return [_Block(b.start, b.end, tuple(e for e in b.path if e is not title), b.heading_level)
+            for b in blocks]
+
+
+def _heading_text(path: Path) -> str | None:
+    return HEADING_SEPARATOR.join(title for _, title in path) or None
+
+
+class _Packer:
+    """Packs blocks into chunk spans (start, end, heading path), never across a heading."""
+
+    def __init__(self, text: str, tokens: _TokenIndex, target: int, hard: int,
+                 overlap: int) -> None:
+        self.text, self.tokens = text, tokens
+        self.target, self.hard, self.overlap = target, hard, overlap
+        self.spans: list[tuple[int, int, Path]] = []
+        self.start = self.end = -1  # the open chunk, if start >= 0
+        self.has_body = False
+        self.path: Path = ()
+
+    def heading(self, start: int, end: int, path: Path) -> None:
+        # Headings with nothing under them ("3 Method" right before "3.1 Data")
+        # ride along with the next section's first chunk instead of standing alone.
+        if self.has_body:
+            self.flush()
+        if self.start < 0:
+            self.start = start
+        self.end, self.path = end, path
+
+    def body(self, start: int, end: int) -> None:
+        if self.start >= 0 and self.tokens.count(self.start, end) <= self.target:
+            self.end, self.has_body = end, True
+            return
+        if self.has_body:
+            self.flush()
+        first = self.start if self.start >= 0 else start  # a pending heading stays on top
+        if self.tokens.count(first, end) <= self.hard:
+            self.start, self.end, self.has_body = first, end, True
+            return
+        self._split(first, start, end)
+
+    def flush(self) -> None:
+        if self.start >= 0:
+            self.spans.append((self.start, self.end, self.path))
+        self.start = self.end = -1
+        self.has_body = False
+
+    def _split(self, first: int, start: int, end: int) -> None:
+        """A paragraph too long for one chunk: pack its pieces, overlapping at the cuts."""
+        pieces = self._pieces(start, end)
+        if first < start and self.tokens.count(first, pieces[0][1]) > self.hard:
+            self.spans.append((first, self.end, self.path))  # the heading alone, then
+            first = start
+        chunk: list[tuple[int, int]] = []
+        for piece in [(first, pieces[0][1]), *pieces[1:]]:
+            if chunk and self.tokens.count(chunk[0][0], piece[1]) > self.target:
+                self.spans.append((chunk[0][0], chunk[-1][1], self.path))
+                chunk = self._overlap(chunk, piece[1])
+            chunk.append(piece)
+        self.start, self.end, self.has_body = chunk[0][0], chunk[-1][1], True
+
+    def _overlap(self, previous: list[tuple[int, int]], next_end: int) -> list[tuple[int, int]]:
+        """The last pieces of the previous chunk that fit in the overlap and the next chunk."""
+        kept: list[tuple[int, int]] = []
+        used = 0
+        for piece in reversed(previous):
+            used += self.tokens.count(*piece)
+            if used > self.overlap or self.tokens.count(piece[0], next_end) > self.hard:
+                break
+            kept.insert(0, piece)
+        return kept
+
+    def _pieces(self, start: int, end: int) -> list[tuple[int, int]]:
+        """Sentences of [start, end); a sentence over the hard max is cut at lines, then tokens."""
+        pieces: list[tuple[int, int]] = []
+        for sentence in _spans(_SENTENCE_END, self.text, start, end):
+            if self.tokens.count(*sentence) <= self.hard:
+                pieces.append(sentence)
+                continue
+            for line in _spans(_LINE_END, self.text, *sentence):
+                if self.tokens.count(*line) <= self.hard:
+                    pieces.append(line)
+                    continue
+                cuts = [line[0], *self.tokens.cuts(*line, self.hard), line[1]]
+                pieces.extend((a, b) for a, b in pairwise(cuts) if a < b)
+        return pieces
+
+
+_LINE_END = re.compile(r"\n")
+
+
+def _spans(boundary: re.Pattern[str], text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """[start, end) cut after every match of `boundary`; no empty span."""
+    spans: list[tuple[int, int]] = []
+    at = start
+    for found in boundary.finditer(text, start, end):
+        if found.end() > at:
+            spans.append((at, found.end()))
+            at = found.end()
+    if at < end:
+        spans.append((at, end))
+    return spans

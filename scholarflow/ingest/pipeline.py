@@ -1,0 +1,213 @@
+"""Ingestion pipeline: files -> extract -> chunk -> `KnowledgeBase.add`, one file at a time.
+
+Each document goes in with one atomic `add`, so a killed ingest leaves
+whole documents or none. A file that cannot be read is reported and the
+others still go in. Extracting and chunking the next file (a worker thread)
+overlaps with storing the current one (embedding, mostly).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from scholarflow.documents import Document, DocumentError
+from scholarflow.ingest.chunking import ChunkedDocument, chunk_document
+from scholarflow.ingest.extract import SUPPORTED_SUFFIXES, ExtractedDocument, Kind, extract_file
+from scholarflow.tools.kb import DocumentNotFoundError, KnowledgeBase, StoredDocument
+
+__all__ = [
+    "IngestResult",
+    "add_document",
+    "collect_files",
+    "ingest_files",
+    "ingest_paths",
+    "prepare_file",
+]
+
+Status = Literal["added", "unchanged", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class IngestResult:
+    source: str
+    status: Status
+    doc_id: str | None = None
+    title: str | None = None
+    chunks: int = 0
+    tokens: int = 0
+    error: str | None = None  # one line naming the file, when status is "error"
+
+    @property
+    def ok(self) -> bool:
+        return self.status != "error"
+
+    def as_json(self) -> dict[str, Any]:
+        if not self.ok:
+            return {"source": self.source, "status": self.status, "error": self.error}
+        return {"doc_id": self.doc_id, "title": self.title, "chunks": self.chunks,
+                "tokens": self.tokens, "source": self.source, "status": self.status}
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    extracted: ExtractedDocument
+    chunked: ChunkedDocument
+
+    def stored(self) -> StoredDocument:
+        doc = self.extracted.document
+        return StoredDocument(doc_id=doc.doc_id, title=doc.title, source=doc.source,
+                              content_hash=doc.content_hash, tokens=self.chunked.tokens,
+                              chunks=len(self.chunked.chunks))
+
+
+OnResult = Callable[[IngestResult], None]
+
+
+async def ingest_paths(
+    paths: Sequence[str | Path],
+    kb_name: str,
+    *,
+    on_result: OnResult | None = None,
+    on_files: Callable[[int], None] | None = None,
+) -> list[IngestResult]:
+    """Ingest files and directories (their supported files, recursively, sorted) into `kb_name`.
+
+    `on_result` gets each result as soon as it is known; `on_files` gets the
+    number of files once the paths are expanded (for a progress bar).
+    Creates the knowledge base when it does not exist.
+    """
+    from scholarflow.tools.kb_registry import open_knowledge_base
+
+    collected = await asyncio.to_thread(collect_files, paths)
+    files = [item for item in collected if isinstance(item, Path)]
+    if on_files is not None:
+        on_files(len(files))
+    results: list[IngestResult] = []
+
+    def report(result: IngestResult) -> None:
+        results.append(result)
+        if on_result is not None:
+            on_result(result)
+
+    for item in collected:
+        if isinstance(item, IngestResult):
+            report(item)  # a path that named nothing ingestible
+    if files:
+        kb = await open_knowledge_base(kb_name, create=True)
+        try:
+            await ingest_files(kb, files, on_result=report)
+        finally:
+            await kb.close()
+    return results
+
+
+async def ingest_files(
+    kb: KnowledgeBase, files: Sequence[str | Path], *, on_result: OnResult | None = None
+) -> list[IngestResult]:
+    """Ingest these files into an open knowledge base, in order; one result per file."""
+    results: list[IngestResult] = []
+    pending: asyncio.Task[Prepared | DocumentError] | None = None
+    try:
+        for index, file in enumerate(files):
+            current = pending or asyncio.create_task(asyncio.to_thread(_prepare_or_error, file))
+            prepared = await current
+            pending = None
+            if index + 1 < len(files):
+                pending = asyncio.create_task(
+                    asyncio.to_thread(_prepare_or_error, files[index + 1]))
+            if isinstance(prepared, DocumentError):
+                result = IngestResult(str(file), "error", error=_naming(str(file), prepared))
+            else:
+                result = await _store(kb, str(file), prepared)
+            results.append(result)
+            if on_result is not None:
+                on_result(result)
+    finally:
+        if pending is not None:
+            pending.cancel()  # the thread finishes on its own; its result is dropped
+    return results
+
+
+async def add_document(
+    kb: KnowledgeBase, document: Document, *, kind: Kind = "markdown"
+) -> IngestResult:
+    """Chunk a document already in memory (`content`, `document_contents`) and add it.
+
+    Its `doc_id` is kept as given; "unchanged" when the knowledge base has it.
+    """
+    extracted = ExtractedDocument(document, kind)
+    chunked = await asyncio.to_thread(chunk_document, extracted)  # CPU: a big text takes ms
+    return await _store(kb, document.source or document.doc_id, Prepared(extracted, chunked))
+
+
+def prepare_file(path: str | Path) -> Prepared:
+    """Extract and chunk one file (blocking: file I/O and CPU)."""
+    extracted = extract_file(path)
+    return Prepared(extracted, chunk_document(extracted))
+
+
+def collect_files(paths: Sequence[str | Path]) -> list[Path | IngestResult]:
+    """Each path, or for a directory the supported files under it; errors for the rest.
+
+    A file named directly is always tried (its content decides the format);
+    in a directory only PDF, Markdown and text files are picked, hidden ones skipped.
+    """
+    out: list[Path | IngestResult] = []
+    for raw in paths:
+        path = Path(raw).expanduser()
+        if not path.is_dir():
+            out.append(path)  # a missing file gets its error when it is read
+            continue
+        found = _walk(path)
+        if found:
+            out.extend(found)
+        else:
+            out.append(IngestResult(str(raw), "error", error=(
+                f"{raw} holds no PDF, Markdown or text files "
+                f"({', '.join(sorted(SUPPORTED_SUFFIXES))})")))
+    return out
+
+
+def _walk(root: Path) -> list[Path]:
+    found: list[Path] = []
+    for folder, dirs, names in os.walk(root):  # no symlinked folders: they can loop
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        found.extend(Path(folder) / name for name in sorted(names)
+                     if not name.startswith(".")
+                     and Path(name).suffix.lower() in SUPPORTED_SUFFIXES)
+    return found
+
+
+def _prepare_or_error(path: str | Path) -> Prepared | DocumentError:
+    try:
+        return prepare_file(path)
+    except DocumentError as exc:
+        return exc
+
+
+async def _store(kb: KnowledgeBase, source: str, prepared: Prepared) -> IngestResult:
+    stored = prepared.stored()
+    # Checked first so an unchanged file costs no embedding; `add` says so too
+    # (another process may have added it in between).
+    added = not await _has_document(kb, stored.doc_id) and await kb.add(
+        stored, prepared.extracted.document.content, prepared.chunked.chunks)
+    return IngestResult(source, "added" if added else "unchanged", doc_id=stored.doc_id,
+                        title=stored.title, chunks=stored.chunks, tokens=stored.tokens)
+
+
+async def _has_document(kb: KnowledgeBase, doc_id: str) -> bool:
+    try:
+        return any(d.doc_id == doc_id for d in await kb.documents([doc_id]))
+    except DocumentNotFoundError:
+        return False
+
+
+def _naming(source: str, error: DocumentError) -> str:
+    """The error as one line that names the file."""
+    message = " ".join(str(error).split())
+    return message if source in message else f"{source}: {message}"

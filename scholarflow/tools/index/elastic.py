@@ -1,0 +1,398 @@
+"""Elasticsearch knowledge base (SCHOLARFLOW_ES_URL): one index per knowledge base.
+
+Chunks and documents live in the same index, told apart by `kind`: a `doc`
+record carries the whole text and the StoredDocument fields and is written
+last, so it is the commit marker of `add` (no doc record, no document).
+
+Recall is hybrid, with the weighting of the embedded index:
+`score = (1-w) * bm25 / max_bm25 + w * cosine`, `w = vector_similarity_weight`.
+One `_msearch` fetches the BM25 top candidates and the kNN top candidates;
+a second one fills in the exact missing half of each candidate's score
+(cosine by `script_score` for BM25-only hits, BM25 for kNN-only hits), so a
+chunk's score does not depend on which list it happened to come from.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import math
+import os
+import re
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager, suppress
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from elastic_transport import ConnectionError as TransportConnectionError
+from elastic_transport import ConnectionTimeout, TransportError
+from elasticsearch import ApiError, AsyncElasticsearch, ConflictError, NotFoundError
+
+from scholarflow.errors import ConfigurationError, ScholarflowError
+from scholarflow.tools.embeddings import Embedder, Vectors
+from scholarflow.tools.kb import (
+    Chunk,
+    DocumentNotFoundError,
+    KnowledgeBaseNotFoundError,
+    RecalledChunk,
+    RecallParams,
+    StoredDocument,
+)
+from scholarflow.tools.rerank import rerank
+
+ENV_URL = "SCHOLARFLOW_ES_URL"
+INDEX_PREFIX = "scholarflow-kb-"
+BULK_BATCH = 200  # chunks per _bulk request: ~2-5 MB with 1024-dim vectors, far under 100 MB
+CHUNK_SOURCE = ["doc_id", "chunk_id", "n", "text", "title", "heading", "page"]
+DOC_SOURCE = ["doc_id", "title", "source", "content_hash", "tokens", "chunks"]
+# Cosine for BM25-only candidates; +1 because ES rejects negative scores. A
+# chunk stored without a vector (empty text) counts as cosine 0.
+COSINE_SCRIPT = ("doc['vector'].size() == 0 ? 1.0 : "
+                 "cosineSimilarity(params.query_vector, 'vector') + 1.0")
+
+
+class ElasticsearchUnavailableError(ConfigurationError):
+    """SCHOLARFLOW_ES_URL does not answer (or is not a URL)."""
+
+
+class ElasticsearchError(ScholarflowError):
+    """Elasticsearch answered, but refused or failed the request."""
+
+
+def index_name(kb_name: str) -> str:
+    """`scholarflow-kb-<name>`, lowercase as ES demands; a name that lowercasing would
+    change or fold into another ("Papers" vs "papers") gets a hash suffix: isolation."""
+    if re.fullmatch(r"[a-z0-9][a-z0-9_.-]{0,150}", kb_name):
+        return INDEX_PREFIX + kb_name
+    slug = re.sub(r"[^a-z0-9_-]+", "-", kb_name.lower()).strip("-_")[:100] or "kb"
+    digest = hashlib.sha256(kb_name.encode()).hexdigest()[:10]
+    return f"{INDEX_PREFIX}{slug}-{digest}"
+
+
+def redact(url: str) -> str:
+    """The URL without its password, for error messages."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<unparsable URL>"
+    if parts.password is None:
+        return url
+    netloc = f"{parts.username}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+@asynccontextmanager
+async def es_errors(url: str, what: str) -> AsyncIterator[None]:
+    """Turn transport and API failures into one line a person can act on."""
+    try:
+        yield
+    except (TransportConnectionError, ConnectionTimeout) as exc:
+        raise ElasticsearchUnavailableError(
+            f"{ENV_URL}={redact(url)} is unreachable; could not {what} "
+            f"({type(exc).__name__}); start Elasticsearch or fix the URL") from None
+    except ApiError as exc:
+        raise ElasticsearchError(
+            f"Elasticsearch refused to {what} (HTTP {exc.meta.status}: {exc.message})") from None
+    except TransportError as exc:
+        raise ElasticsearchError(f"could not {what} on Elasticsearch: {exc}") from None
+
+
+def index_body(kb_name: str, embedder: Embedder, dims: int) -> dict[str, Any]:
+    """Settings and mappings of a knowledge base index."""
+    # Built-in analysis only (no smartcn/IK plugin needed), giving the embedded
+    # tokenizer's terms: the standard tokenizer cuts Han text into characters;
+    # cjk_bigram with unigrams adds overlapping bigrams (注意/意力 for 注意力:
+    # most Chinese words are two characters, found without a dictionary);
+    # cjk_width folds full-width Latin; a light stemmer folds English plurals.
+    # (The built-in `cjk` analyzer drops unigrams and does not stem.)
+    analysis = {
+        "filter": {"sf_bigrams": {"type": "cjk_bigram", "output_unigrams": True},
+                   "sf_english_stem": {"type": "stemmer", "language": "light_english"}},
+        "analyzer": {"scholarflow_text": {
+            "type": "custom", "tokenizer": "standard",
+            "filter": ["cjk_width", "lowercase", "sf_bigrams", "sf_english_stem"]}},
+    }
+    keyword, integer = {"type": "keyword"}, {"type": "integer"}
+    text = {"type": "text", "analyzer": "scholarflow_text"}
+    properties: dict[str, Any] = {
+        **dict.fromkeys(["kind", "doc_id", "chunk_id", "content_hash"], keyword),
+        **dict.fromkeys(["n", "page", "tokens", "chunks"], integer),
+        **dict.fromkeys(["text", "title", "heading"], text),
+        "vector": {"type": "dense_vector", "dims": dims, "index": True, "similarity": "cosine"},
+        "source": {"type": "keyword", "index": False},
+        "content": {"type": "text", "index": False},  # the whole text, read back, never searched
+    }
+    return {
+        # One shard: a person's papers are small, and BM25 statistics then
+        # cover the whole knowledge base, as in the embedded index.
+        "settings": {"number_of_shards": 1, "analysis": analysis},
+        "mappings": {
+            "dynamic": "strict",
+            "_meta": {"scholarflow_kb": kb_name, "embedder": embedder.name, "dims": dims},
+            "properties": properties,
+        },
+    }
+
+
+def connect(url: str | None, request_timeout: float = 30.0) -> tuple[AsyncElasticsearch, str]:
+    """A client for `url` (default SCHOLARFLOW_ES_URL); a clear error for a missing or bad URL."""
+    url = url or os.environ.get(ENV_URL, "").strip()
+    if not url:
+        raise ConfigurationError(f"{ENV_URL} is not set; it names the Elasticsearch server")
+    try:
+        # One retry: a dead URL should fail in seconds, with one clear line.
+        return AsyncElasticsearch(url, request_timeout=request_timeout, max_retries=1), url
+    except ValueError as exc:
+        raise ElasticsearchUnavailableError(
+            f"{ENV_URL}={redact(url)} is not a usable URL ({exc})") from None
+
+
+class ElasticsearchKnowledgeBase:
+    """A knowledge base in one Elasticsearch index; see the module docstring."""
+
+    def __init__(self, name: str, *, client: AsyncElasticsearch, embedder: Embedder,
+                 url: str) -> None:
+        self.name = name
+        self.index = index_name(name)
+        self._client = client
+        self._embedder = embedder
+        self._url = url
+
+    @classmethod
+    async def open(
+        cls, name: str, *, create: bool, embedder: Embedder, url: str | None = None,
+        request_timeout: float = 30.0,
+    ) -> ElasticsearchKnowledgeBase:
+        """Connect and check the index; create it when `create`, else KnowledgeBaseNotFoundError."""
+        client, url = connect(url, request_timeout)
+        kb = cls(name, client=client, embedder=embedder, url=url)
+        try:
+            await kb._prepare(create)
+        except BaseException:
+            await client.close()
+            raise
+        return kb
+
+    @classmethod
+    async def list_names(cls, url: str | None = None) -> list[str]:
+        """The knowledge bases on the cluster, read from their indices' `_meta`."""
+        client, url = connect(url)
+        try:
+            async with es_errors(url, "list knowledge bases"):
+                mappings = await client.indices.get_mapping(index=f"{INDEX_PREFIX}*",
+                                                             allow_no_indices=True)
+        finally:
+            await client.close()
+        names = (m.get("mappings", {}).get("_meta", {}).get("scholarflow_kb") for m in
+                 mappings.body.values())
+        return sorted(n for n in names if isinstance(n, str))
+
+    async def _prepare(self, create: bool) -> None:
+        async with es_errors(self._url, "open the knowledge base"):
+            if await self._client.indices.exists(index=self.index):
+                mapping = await self._client.indices.get_mapping(index=self.index)
+                self._check_meta(mapping[self.index]["mappings"].get("_meta", {}))
+                return
+            if not create:
+                raise KnowledgeBaseNotFoundError(
+                    f"knowledge base {self.name!r} does not exist on {ENV_URL} "
+                    f"(no index {self.index}); `scholarflow ingest --kb {self.name}` creates it")
+            # An endpoint embedder knows its dimension only after a first call.
+            dims = self._embedder.dim or len(await self._embedder.embed_query("dimensions"))
+            body = index_body(self.name, self._embedder, dims)
+            try:
+                await self._client.indices.create(index=self.index, **body)
+            except ApiError as exc:  # fine if another process created it meanwhile
+                if exc.error != "resource_already_exists_exception":
+                    raise
+
+    def _check_meta(self, meta: dict[str, Any]) -> None:
+        owner = meta.get("scholarflow_kb")
+        if owner is not None and owner != self.name:
+            raise ElasticsearchError(f"index {self.index} belongs to knowledge base {owner!r}")
+        # Vectors of two embedders are not comparable, even at equal dimensions.
+        stored = meta.get("embedder")
+        if stored is not None and stored != self._embedder.name:
+            raise ConfigurationError(
+                f"knowledge base {self.name!r} was indexed with the embedder {stored}; the "
+                f"embedder now is {self._embedder.name}: use the same one "
+                "(SCHOLARFLOW_EMBEDDING_MODEL) or ingest into a new knowledge base")
+
+    async def add(self, document: StoredDocument, text: str, chunks: Sequence[Chunk]) -> bool:
+        """Store a document; False (and nothing changed) if it is already there.
+
+        Chunks first, with deterministic ids and op_type create (a retry never
+        duplicates one), the doc record last. If a chunk fails, this document's
+        chunks are deleted again: never half a document, no other one touched."""
+        doc_key = f"doc:{document.doc_id}"
+        async with es_errors(self._url, f"add document {document.doc_id}"):
+            if await self._client.exists(index=self.index, id=doc_key):
+                return False
+        vectors = await self._embedder.embed_passages([c.text for c in chunks]) if chunks else None
+        try:
+            for at in range(0, len(chunks), BULK_BATCH):
+                assert vectors is not None
+                await self._bulk_chunks(document, chunks[at : at + BULK_BATCH],
+                                        vectors[at : at + BULK_BATCH])
+            record = {"kind": "doc", "doc_id": document.doc_id, "title": document.title,
+                      "source": document.source, "content_hash": document.content_hash,
+                      "tokens": document.tokens, "chunks": document.chunks, "content": text}
+            async with es_errors(self._url, f"add document {document.doc_id}"):
+                try:
+                    await self._client.create(index=self.index, id=doc_key, document=record,
+                                              refresh="wait_for")
+                except ConflictError:
+                    return False  # a concurrent add of the same document won
+        except BaseException:
+            # Shielded: a cancelled ingest must still remove what it wrote.
+            await asyncio.shield(self._remove_chunks(document.doc_id))
+            raise
+        return True
+
+    async def _bulk_chunks(self, document: StoredDocument, chunks: Sequence[Chunk],
+                           vectors: Vectors) -> None:
+        operations: list[dict[str, Any]] = []
+        for chunk, vector in zip(chunks, vectors, strict=True):
+            source: dict[str, Any] = {
+                "kind": "chunk", "doc_id": chunk.doc_id, "chunk_id": chunk.chunk_id, "n": chunk.n,
+                "text": chunk.text, "title": document.title, "heading": chunk.heading,
+                "page": chunk.page, "tokens": chunk.tokens,
+            }
+            values = [float(x) for x in vector]
+            # ES refuses zero-length vectors for cosine; such a chunk is found by BM25 only.
+            if math.fsum(x * x for x in values) > 0:
+                source["vector"] = values
+            operations += [{"create": {"_id": f"chunk:{chunk.chunk_id}"}}, source]
+        async with es_errors(self._url, f"add document {document.doc_id}"):
+            response = await self._client.bulk(index=self.index, operations=operations,
+                                               refresh="wait_for")
+        if not response["errors"]:
+            return
+        # 409: created by an earlier, interrupted attempt (same id, same chunk).
+        failed = [i["create"] for i in response["items"]
+                  if i["create"].get("error") and i["create"]["status"] != 409]
+        if failed:
+            error = failed[0]["error"]
+            raise ElasticsearchError(
+                f"Elasticsearch refused {len(failed)} chunk(s) of document {document.doc_id} "
+                f"({error.get('type')}: {error.get('reason')}); the document was not added")
+
+    async def _remove_chunks(self, doc_id: str) -> None:
+        """Best effort: the caller is already failing with the reason that matters."""
+        only = [{"term": {"kind": "chunk"}}, {"term": {"doc_id": doc_id}}]
+        with suppress(TransportError, ApiError):
+            await self._client.delete_by_query(index=self.index, query={"bool": {"filter": only}},
+                                               refresh=True, conflicts="proceed")
+
+    async def documents(self, doc_ids: Sequence[str] | None = None) -> list[StoredDocument]:
+        """All documents by title, or the named ones in the given order (unknown ids skipped)."""
+        filters: list[dict[str, Any]] = [{"term": {"kind": "doc"}}]
+        if doc_ids is not None:
+            if not doc_ids:
+                return []
+            filters.append({"terms": {"doc_id": list(doc_ids)}})
+        async with es_errors(self._url, "list documents"):
+            response = await self._client.search(
+                index=self.index, query={"bool": {"filter": filters}},
+                source_includes=DOC_SOURCE, size=10000,
+            )
+        sources = [hit["_source"] for hit in response["hits"]["hits"]]
+        # DOC_SOURCE names StoredDocument's fields.
+        found = {s["doc_id"]: StoredDocument(**{k: s.get(k) for k in DOC_SOURCE}) for s in sources}
+        if doc_ids is not None:
+            return [found[d] for d in dict.fromkeys(doc_ids) if d in found]
+        return sorted(found.values(), key=lambda d: (d.title, d.doc_id))
+
+    async def document_text(self, doc_id: str) -> str:
+        async with es_errors(self._url, f"read document {doc_id}"):
+            try:
+                response = await self._client.get(index=self.index, id=f"doc:{doc_id}",
+                                                  source_includes=["content"])
+            except NotFoundError:
+                raise DocumentNotFoundError(
+                    f"no document {doc_id!r} in knowledge base {self.name!r}") from None
+        return str(response["_source"]["content"])
+
+    async def search(self, query: str, *, doc_ids: Sequence[str] | None,
+                     params: RecallParams) -> list[RecalledChunk]:
+        if doc_ids is not None and not doc_ids:
+            return []
+        w = params.vector_similarity_weight
+        filters: list[dict[str, Any]] = [{"term": {"kind": "chunk"}}]
+        if doc_ids is not None:
+            filters.append({"terms": {"doc_id": list(dict.fromkeys(doc_ids))}})
+        vector = [float(x) for x in await self._embedder.embed_query(query)]
+        if math.fsum(x * x for x in vector) == 0:
+            vector = []  # nothing to compare with (empty query): BM25 alone
+        size = max(50, 4 * params.top_n)  # candidates per list: room for threshold and rerank
+        match = {"match": {"text": query}}
+        searches: list[dict[str, Any]] = [{}, {
+            "size": size, "query": {"bool": {"must": [match], "filter": filters}},
+            "_source": CHUNK_SOURCE}]
+        if vector:
+            knn = {"field": "vector", "query_vector": vector, "k": size,
+                   "num_candidates": min(10000, 2 * size), "filter": filters}
+            searches += [{}, {"size": size, "knn": knn, "_source": CHUNK_SOURCE}]
+        async with es_errors(self._url, "search"):
+            responses = await self._msearch(searches)
+        bm25 = {h["_id"]: float(h["_score"]) for h in responses[0]}
+        # ES scores a cosine kNN hit as (1 + cos) / 2: turn it back into the cosine.
+        cosine = {h["_id"]: 2.0 * float(h["_score"]) - 1.0 for h in responses[1]} if vector else {}
+        sources = {h["_id"]: h["_source"] for r in responses for h in r}
+        await self._fill_in(query, vector, bm25, cosine, list(sources))
+        top_bm25 = max(bm25.values(), default=0.0)
+        scored: list[RecalledChunk] = []
+        for key, s in sources.items():
+            bm25n = bm25.get(key, 0.0) / top_bm25 if top_bm25 > 0 else 0.0
+            score = (1 - w) * bm25n + w * max(0.0, cosine.get(key, 0.0))
+            if score >= params.similarity_threshold:
+                scored.append(RecalledChunk(
+                    doc_id=s["doc_id"], chunk_id=s["chunk_id"], score=round(score, 6),
+                    text=s["text"], title=s.get("title") or "", heading=s.get("heading"),
+                    page=s.get("page")))
+        scored.sort(key=lambda c: (-c.score, c.chunk_id))
+        if params.use_rerank:
+            return await rerank(query, scored[: 4 * params.top_n], top_n=params.top_n)
+        return scored[: params.top_n]
+
+    async def _msearch(self, searches: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+        response = await self._client.msearch(index=self.index, searches=searches)
+        for part in response["responses"]:
+            if "error" in part:  # one failed search in a 200 _msearch
+                error = part["error"]
+                reason = error.get("reason") if isinstance(error, dict) else error
+                raise ElasticsearchError(f"Elasticsearch failed a recall query: {reason}")
+        return [part["hits"]["hits"] for part in response["responses"]]
+
+    async def _fill_in(self, query: str, vector: list[float], bm25: dict[str, float],
+                       cosine: dict[str, float], candidates: list[str]) -> None:
+        """Exact cosine for BM25-only candidates and BM25 for kNN-only ones, in place."""
+        no_cosine = [k for k in candidates if k not in cosine] if vector else []
+        no_bm25 = [k for k in candidates if k not in bm25]
+        searches: list[dict[str, Any]] = []
+        if no_cosine:
+            script = {"source": COSINE_SCRIPT, "params": {"query_vector": vector}}
+            ids = {"ids": {"values": no_cosine}}
+            searches += [{}, {"size": len(no_cosine), "_source": False,
+                              "query": {"script_score": {"query": ids, "script": script}}}]
+        if no_bm25:
+            query_body = {"bool": {"must": [{"match": {"text": query}}],
+                                   "filter": [{"ids": {"values": no_bm25}}]}}
+            searches += [{}, {"size": len(no_bm25), "_source": False, "query": query_body}]
+        if not searches:
+            return
+        async with es_errors(self._url, "search"):
+            responses = await self._msearch(searches)
+        if no_cosine:
+            cosine.update({h["_id"]: float(h["_score"]) - 1.0 for h in responses.pop(0)})
+        if no_bm25:
+            # A chunk the match query does not return shares no term with it: BM25 0.
+            bm25.update({h["_id"]: float(h["_score"]) for h in responses.pop(0)})
+
+    async def drop(self) -> None:
+        """Delete this knowledge base's index (tests and `kb delete`)."""
+        async with es_errors(self._url, "delete the knowledge base"):
+            await self._client.indices.delete(index=self.index, ignore_unavailable=True)
+
+    async def close(self) -> None:
+        await self._client.close()

@@ -1,0 +1,100 @@
+"""Knowledge bases: the small interface every backend implements.
+
+A knowledge base holds ingested documents, their whole text (for
+full_content and summaries) and their chunks (for recall). Backends: the
+embedded on-disk index (default, under SCHOLARFLOW_HOME) and Elasticsearch
+(SCHOLARFLOW_ES_URL); the HTTP recall API implements `Retriever` only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from scholarflow.errors import InputError
+
+
+class KnowledgeBaseNotFoundError(InputError):
+    """`--kb NAME` names no knowledge base."""
+
+
+class DocumentNotFoundError(InputError):
+    """`--doc ID` names no document of the knowledge base."""
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A piece of a document, cut along its structure."""
+
+    chunk_id: str  # f"{doc_id}:{n:05d}", unique within a knowledge base
+    doc_id: str
+    n: int  # position in the document, from 0
+    text: str
+    tokens: int
+    heading: str | None  # the nearest heading path, e.g. "3 Method > 3.2 Training"
+    page: int | None  # 1-based page of a PDF, else None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredDocument:
+    doc_id: str
+    title: str
+    source: str | None
+    content_hash: str
+    tokens: int
+    chunks: int
+
+
+@dataclass(frozen=True, slots=True)
+class RecallParams:
+    top_n: int = 10
+    similarity_threshold: float = 0.2
+    vector_similarity_weight: float = 0.3
+    use_rerank: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RecalledChunk:
+    doc_id: str
+    chunk_id: str
+    score: float
+    text: str
+    title: str
+    heading: str | None
+    page: int | None
+
+    @property
+    def location(self) -> str:
+        """Where the chunk is, for a citation: page and/or heading."""
+        parts = [f"p. {self.page}"] if self.page else []
+        if self.heading:
+            parts.append(self.heading)
+        return ", ".join(parts) or f"chunk {self.chunk_id}"
+
+
+class Retriever(Protocol):
+    """Anything that recalls chunks for a query."""
+
+    async def search(
+        self, query: str, *, doc_ids: Sequence[str] | None, params: RecallParams
+    ) -> list[RecalledChunk]:
+        """Best first; only chunks of `doc_ids` when given; none under the threshold."""
+        ...
+
+
+class KnowledgeBase(Retriever, Protocol):
+    name: str
+
+    async def add(self, document: StoredDocument, text: str, chunks: Sequence[Chunk]) -> bool:
+        """Store a document atomically; False (and nothing changed) if it is already there."""
+        ...
+
+    async def documents(self, doc_ids: Sequence[str] | None = None) -> list[StoredDocument]:
+        ...
+
+    async def document_text(self, doc_id: str) -> str:
+        """The whole text; DocumentNotFoundError when absent."""
+        ...
+
+    async def close(self) -> None: ...

@@ -1,0 +1,98 @@
+"""Opening knowledge bases by name: the embedded index, or Elasticsearch when configured.
+
+`SCHOLARFLOW_ES_URL` set: every knowledge base lives in Elasticsearch.
+Otherwise in the embedded index under `<SCHOLARFLOW_HOME>/kb/<name>/`. An
+embedded knowledge base is opened once per process and shared: its search
+arrays (150 MB at 100k chunks) load once, not once per question. `close()`
+on it only releases the SQLite connection; `close_all()` drops everything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import os
+from pathlib import Path
+
+from scholarflow.errors import NotSupportedError
+from scholarflow.tools.embeddings import Embedder, default_embedder
+from scholarflow.tools.index import DEFAULT_KB, check_kb_name
+from scholarflow.tools.index.embedded import (
+    DB_FILENAME,
+    EmbeddedKnowledgeBase,
+    EmbedderMismatchError,
+    kb_root,
+)
+from scholarflow.tools.kb import KnowledgeBase
+
+__all__ = [
+    "DEFAULT_KB",
+    "ES_URL_ENV",
+    "EmbedderMismatchError",
+    "close_all",
+    "list_knowledge_bases",
+    "open_knowledge_base",
+]
+
+ES_URL_ENV = "SCHOLARFLOW_ES_URL"
+
+_open: dict[Path, EmbeddedKnowledgeBase] = {}
+
+
+async def open_knowledge_base(
+    name: str = DEFAULT_KB, *, create: bool = False, embedder: Embedder | None = None
+) -> KnowledgeBase:
+    """The knowledge base `name`; KnowledgeBaseNotFoundError when missing and not `create`.
+
+    Without `embedder`, an existing knowledge base uses the model it was
+    built with and a new one `default_embedder()`; a given embedder must be
+    the one it was built with (EmbedderMismatchError).
+    """
+    check_kb_name(name)
+    if os.environ.get(ES_URL_ENV, "").strip():
+        from scholarflow.tools.index.elastic import ElasticsearchKnowledgeBase
+
+        return await ElasticsearchKnowledgeBase.open(
+            name, create=create, embedder=embedder or default_embedder()
+        )
+    folder = (kb_root() / name).absolute()
+    cached = _open.get(folder)
+    if cached is not None and await asyncio.to_thread((folder / DB_FILENAME).is_file):
+        if embedder is not None and embedder.name != cached.embedder.name:
+            raise EmbedderMismatchError(
+                f"knowledge base {name!r} was built with embeddings {cached.embedder.name!r}, "
+                f"not {embedder.name!r}"
+            )
+        return cached
+    kb = await EmbeddedKnowledgeBase.open(name, create=create, embedder=embedder)
+    _open[folder] = kb
+    return kb
+
+
+async def list_knowledge_bases() -> list[str]:
+    """The names of the knowledge bases there are, sorted."""
+    if os.environ.get(ES_URL_ENV, "").strip():
+        module = importlib.import_module("scholarflow.tools.index.elastic")
+        lister = getattr(module.ElasticsearchKnowledgeBase, "list_names", None)
+        if lister is None:
+            raise NotSupportedError(
+                f"listing knowledge bases on Elasticsearch ({ES_URL_ENV}) is not supported yet"
+            )
+        return sorted(await lister())
+    return await asyncio.to_thread(_kb_names)
+
+
+def _kb_names() -> list[str]:
+    """Names of the embedded knowledge bases on disk; call from a worker thread."""
+    root = kb_root()
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if (p / DB_FILENAME).is_file())
+
+
+async def close_all() -> None:
+    """Close every embedded knowledge base this process opened and forget them."""
+    opened = list(_open.values())
+    _open.clear()
+    for kb in opened:
+        await kb.close()

@@ -1,0 +1,124 @@
+"""The chunk_recall branch end to end: sub-questions, parallel recall, cited answers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scholarflow import Context
+from scholarflow.documents import document_from_text
+from scholarflow.ingest.pipeline import add_document
+from scholarflow.testing import FakeOpenAIServer
+from scholarflow.tools.kb_registry import open_knowledge_base
+from tests.conftest import SUMMARY_RULE, paper, run_graph, types
+
+SUBQ_RULE = "search questions that together retrieve"  # SUB_QUESTION_GENERATION_PROMPT
+ANSWER_RULE = "numbered passages recalled"  # CITED_MATERIAL_PROMPT
+
+
+def _docs() -> dict[str, str]:
+    return {"anchor": paper("en_sparse_attention.md"), "rag": paper("en_retrieval_qa.md")}
+
+
+def _answer_prompt(server: FakeOpenAIServer) -> str:
+    requests = [r for r in server.stats().requests if ANSWER_RULE in str(r["messages"])]
+    assert len(requests) == 1
+    return str(requests[0]["messages"][0]["content"])
+
+
+def _done(events: list[dict[str, Any]], node: str) -> list[dict[str, Any]]:
+    return [e for e in events if e["type"] == "node_complete" and e["node"] == node]
+
+
+async def test_several_documents_question_recalls_per_document_and_cites(
+    fake_llm: FakeOpenAIServer,
+) -> None:
+    fake_llm.configure(rules=[
+        {"match": SUBQ_RULE, "reply": '{"sub_questions": ['
+         '{"question": "learning rate and batch size", "doc_id": "anchor"}, '
+         '{"question": "learning rate and batch size", "doc_id": "rag"}]}'},
+        {"match": ANSWER_RULE, "reply": "AnchorWindow used 3e-4 [1]; SectionRAG 2e-5 [2] [17]."},
+    ])
+    out, events = await run_graph({"query": "Which learning rate does each paper use?",
+                                   "document_contents": _docs()})
+    assert out["error"] is None, out["error"]
+    assert (out["detected_intent"], out["strategy"]) == ("LITERATURE_QA", "chunk_recall")
+    assert out["answer"] == "AnchorWindow used 3e-4 [1]; SectionRAG 2e-5 [2] ."  # [17]: no chunk
+    streamed = "".join(e["content"] for e in events if e["type"] == "answer_chunk")
+    assert streamed == out["answer"]
+    assert [s["n"] for s in out["sources"]] == [1, 2]
+    assert {s["doc_id"] for s in out["sources"]} <= {"anchor", "rag"}
+    steps = _done(events, "recall_step")
+    assert len(steps) == 2 and all(e["chunks"] > 0 for e in steps)
+    assert _done(events, "execution")[0]["failed"] == 0
+    prompt = _answer_prompt(fake_llm)
+    assert '<chunk n="1"' in prompt and "AnchorWindow" in prompt
+    final = next(e for e in events if e["type"] == "final_answer")
+    assert final["sources"] == out["sources"]
+
+
+async def test_failed_sub_questions_fall_back_to_the_question(fake_llm: FakeOpenAIServer) -> None:
+    fake_llm.configure(rules=[
+        {"match": SUBQ_RULE, "reply": "I cannot do JSON today."},
+        {"match": ANSWER_RULE, "reply": "It is 3e-4 [1]."},
+    ])
+    out, events = await run_graph({"query": "Which learning rate does each paper use?",
+                                   "document_contents": _docs()})
+    assert out["answer"] == "It is 3e-4 [1]." and out["sources"][0]["n"] == 1
+    assert len(_done(events, "recall_step")) == 1
+    assert _done(events, "plan_generation")[0]["steps"] == 1
+
+
+async def test_one_large_document_is_answered_from_recall(fake_llm: FakeOpenAIServer) -> None:
+    fake_llm.configure(rules=[{"match": ANSWER_RULE, "reply": "Batch 32 [1]."}])
+    ctx = Context(max_context_tokens=11_000, reserved_answer_tokens=8_000,
+                  system_tokens_estimate=500)
+    out, _ = await run_graph({"query": "What batch size did they use?",
+                              "content": paper("en_sparse_attention.md")}, ctx)
+    assert out["strategy"] == "chunk_recall" and out["error"] is None, out["error"]
+    assert out["answer"] == "Batch 32 [1]."
+    limit = ctx.max_context_tokens - ctx.reserved_answer_tokens
+    from scholarflow.tokens import count_message_tokens
+    assert all(count_message_tokens(str(m["content"]) for m in r["messages"]) <= limit
+               for r in fake_llm.stats().requests)
+
+
+async def test_knowledge_base_documents_by_id(fake_llm: FakeOpenAIServer) -> None:
+    kb = await open_knowledge_base("lab", create=True)
+    for doc_id, text in _docs().items():
+        await add_document(kb, document_from_text(text, doc_id=doc_id))
+    fake_llm.configure(rules=[{"match": "precise question", "reply": "3e-4"}])
+    out, _ = await run_graph({"query": "What learning rate did they use?", "kb": "lab",
+                              "doc_ids": ["anchor"]})
+    assert (out["strategy"], out["answer"]) == ("full_content", "3e-4")
+    assert "AnchorWindow" in str(fake_llm.stats().requests[-1]["messages"][0]["content"])
+    # every document of the knowledge base when no id is named
+    out, _ = await run_graph({"query": "Summarize these papers", "kb": "lab"})
+    assert out["strategy"] == "multi_doc_summary" and out["error"] is None
+    # another knowledge base does not have them
+    await open_knowledge_base("other", create=True)
+    out, _events = await run_graph({"query": "What learning rate did they use?", "kb": "other",
+                                   "doc_ids": ["anchor"]})
+    assert out["error"] and "no document anchor in knowledge base 'other'" in out["error"]
+    out, _ = await run_graph({"query": "What learning rate?", "kb": "missing"})
+    assert out["error"] and "no knowledge base 'missing'" in out["error"]
+
+
+async def test_large_document_in_a_summary_uses_key_chunks(fake_llm: FakeOpenAIServer) -> None:
+    fake_llm.configure(rules=[
+        {"match": SUMMARY_RULE, "reply": "summary"},
+        {"match": "summarise a set", "reply": "ALL"},
+    ])
+    big = paper("en_sparse_attention.md") + "\n\n" + "\n\n".join(
+        f"## Appendix {i}\n\n" + "Filler sentence about nothing in particular. " * 60
+        for i in range(30))
+    ctx = Context(max_context_tokens=14_000, reserved_answer_tokens=4_000,
+                  system_tokens_estimate=500)
+    out, events = await run_graph({"query": "Summarize these papers",
+                                   "document_contents": {"big": big, "small": "# S\n\nshort"}},
+                                  ctx)
+    assert out["answer"] == "ALL" and out["error"] is None, out["error"]
+    prompts = [str(r["messages"][0]["content"]) for r in fake_llm.stats().requests
+               if SUMMARY_RULE in str(r["messages"])]
+    big_prompt = next(p for p in prompts if "AnchorWindow" in p)
+    assert big_prompt.count("Appendix") < 30  # not the whole text: its key chunks
+    assert "doc_summary_error" not in types(events)

@@ -1,0 +1,55 @@
+"""Citations: numbering, the streaming filter, sources; sub-question parsing."""
+
+from __future__ import annotations
+
+from scholarflow.nodes.citations import CitationFilter, number_chunks, sources_for
+from scholarflow.nodes.recall import parse_sub_questions
+from scholarflow.state import DocumentInfo, RecalledChunkState
+
+
+def _chunk(chunk_id: str, score: float, doc: str = "d1") -> RecalledChunkState:
+    return RecalledChunkState(step=1, doc_id=doc, chunk_id=chunk_id, score=score,
+                              text=f"text {chunk_id}", title=f"Title {doc}", location="p. 2")
+
+
+def _stream(filt: CitationFilter, pieces: list[str]) -> str:
+    return "".join(filt.feed(p) for p in pieces) + filt.flush()
+
+
+def test_number_chunks_dedupes_and_orders_by_score() -> None:
+    chunks = [_chunk("a", 0.5), _chunk("b", 0.9), _chunk("a", 0.7)]
+    numbered = number_chunks(chunks)
+    assert [(c["chunk_id"], c["score"]) for c in numbered] == [("b", 0.9), ("a", 0.7)]
+
+
+def test_filter_drops_citations_to_no_chunk_even_split_across_pieces() -> None:
+    filt = CitationFilter([1, 2])
+    out = _stream(filt, ["The rate is 3e-4 [", "1] and the batch 32 [", "7][2", "]. Also [1]."])
+    assert out == "The rate is 3e-4 [1] and the batch 32 [2]. Also [1]."
+    assert filt.cited == [1, 2]
+
+
+def test_filter_leaves_other_brackets_alone() -> None:
+    filt = CitationFilter([1])
+    out = _stream(filt, ["a list [x, y] and [", "note] and [3"])
+    assert out == "a list [x, y] and [note] and [3"
+    assert filt.cited == []
+
+
+def test_sources_follow_first_citation_order() -> None:
+    numbered = number_chunks([_chunk("a", 0.9, "d1"), _chunk("b", 0.8, "d2")])
+    sources = sources_for([2, 1], numbered)
+    assert [(s["n"], s["doc_id"], s["chunk_id"]) for s in sources] == [(2, "d2", "b"),
+                                                                       (1, "d1", "a")]
+    assert sources[0]["location"] == "p. 2" and sources[0]["title"] == "Title d2"
+
+
+def test_parse_sub_questions_keeps_known_documents_only() -> None:
+    docs = [DocumentInfo(doc_id="d1", title="A", tokens=1, content_hash="h")]
+    text = ('Here: ```json {"sub_questions": [{"question": "lr?", "doc_id": "d1"}, '
+            '{"question": "data?", "doc_id": "nope"}, {"question": " "}]} ```')
+    assert parse_sub_questions(text, docs) == [
+        {"question": "lr?", "doc_id": "d1"}, {"question": "data?", "doc_id": None},
+    ]
+    assert parse_sub_questions("no json at all", docs) == []
+    assert parse_sub_questions('{"sub_questions": "oops"}', docs) == []

@@ -1,0 +1,204 @@
+"""`scholarflow ingest` and `scholarflow search`, run as real subprocesses.
+
+Embeddings come from the scripted server (`SCHOLARFLOW_EMBEDDING_MODEL` set),
+so no local model loads; its vectors are character n-gram hashes, so the
+queries here are found by their words (BM25) more than by meaning.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scholarflow.testing import FakeOpenAIServer
+from scholarflow.tools.index.embedded import DB_FILENAME
+from tests.conftest import EXAMPLES
+from tests.test_cli import REPO, TIMEOUT, Result, assert_one_error_line, base_env, run, run_many
+from tests.test_ingest import PAGE_1, PAGE_2, make_pdf
+
+PAPERS = sorted(EXAMPLES.glob("*.md"))
+DOC_KEYS = {"doc_id", "title", "chunks", "tokens", "source", "status"}
+HIT_KEYS = {"doc_id", "chunk_id", "score", "text", "title", "heading", "page"}
+
+
+def kb_env(server: FakeOpenAIServer, home: Path) -> dict[str, str]:
+    return {**base_env(home), "SCHOLARFLOW_EMBEDDING_MODEL": "fake-embedding",
+            "SCHOLARFLOW_EMBEDDING_BASE_URL": server.base_url, "OPENAI_API_KEY": "dummy"}
+
+
+@dataclass(frozen=True)
+class Ingested:
+    env: dict[str, str]
+    first: Result
+    ids: dict[str, str]  # file name -> doc_id
+
+
+@pytest.fixture(scope="module")
+def ingested(llm_server: FakeOpenAIServer, tmp_path_factory: pytest.TempPathFactory) -> Ingested:
+    env = kb_env(llm_server, tmp_path_factory.mktemp("kb") / "home")
+    first = run(["ingest", *map(str, PAPERS)], env)
+    assert first.returncode == 0, first.describe()
+    ids = {Path(d["source"]).name: d["doc_id"] for d in first.json_lines()}
+    return Ingested(env, first, ids)
+
+
+def hits(result: Result) -> list[dict[str, Any]]:
+    assert result.returncode == 0, result.describe()
+    found = result.json_lines()
+    for hit in found:
+        assert hit.keys() == HIT_KEYS
+    assert [h["score"] for h in found] == sorted((h["score"] for h in found), reverse=True)
+    return found
+
+
+def test_ingest_prints_one_line_per_document(ingested: Ingested) -> None:
+    lines = ingested.first.json_lines()
+    assert [Path(d["source"]).name for d in lines] == [p.name for p in PAPERS]
+    for doc in lines:
+        assert doc.keys() == DOC_KEYS and doc["status"] == "added"
+        assert len(doc["doc_id"]) == 16 and doc["chunks"] > 1 and doc["tokens"] > 500
+    assert lines[-1]["title"] == "大语言模型多文档摘要中的分组合并策略"
+    assert ingested.first.stderr == ""  # no terminal: no progress bar
+
+
+def test_reingest_changes_nothing(ingested: Ingested, llm_server: FakeOpenAIServer) -> None:
+    query = ["search", "sparse attention memory"]
+    before = run(query, ingested.env)
+    calls = llm_server.stats().embedding_calls
+    again = run(["ingest", str(EXAMPLES)], ingested.env)  # the folder: the same four files
+    assert again.returncode == 0, again.describe()
+    assert [d["status"] for d in again.json_lines()] == ["unchanged"] * 4
+    assert [(d["doc_id"], d["chunks"], d["tokens"]) for d in again.json_lines()] == [
+        (d["doc_id"], d["chunks"], d["tokens"]) for d in ingested.first.json_lines()]
+    assert llm_server.stats().embedding_calls == calls  # nothing was embedded again
+    assert run(query, ingested.env).stdout == before.stdout
+
+
+def test_search_english_and_chinese(ingested: Ingested) -> None:
+    english, chinese, only_one = run_many([
+        (["search", "How much memory does AnchorWindow need?", "--top-n", "3"], ingested.env),
+        (["search", "向量权重 α 取多少效果最好", "--top-n", "3"], ingested.env),
+        (["search", "retrieval", "--doc", ingested.ids["zh_hybrid_retrieval.md"]], ingested.env),
+    ])
+    found = hits(english)
+    assert 0 < len(found) <= 3
+    assert found[0]["doc_id"] == ingested.ids["en_sparse_attention.md"]
+    assert found[0]["chunk_id"].startswith(found[0]["doc_id"] + ":")
+    assert found[0]["title"].startswith("AnchorWindow") and found[0]["page"] is None
+    top = hits(chinese)[0]
+    assert top["doc_id"] == ingested.ids["zh_hybrid_retrieval.md"]
+    assert "α" in top["text"] and top["heading"]
+    assert {h["doc_id"] for h in hits(only_one)} == {ingested.ids["zh_hybrid_retrieval.md"]}
+
+
+def test_search_bad_input_is_one_error_line(ingested: Ingested) -> None:
+    unknown_kb, unknown_doc, punctuation, empty, bad_n = run_many([
+        (["search", "attention", "--kb", "nope"], ingested.env),
+        (["search", "attention", "--doc", "0123456789abcdef"], ingested.env),
+        (["search", "?!。，……"], ingested.env),
+        (["search", "   "], ingested.env),
+        (["search", "attention", "--top-n", "0"], ingested.env),
+    ])
+    assert_one_error_line(unknown_kb, mentions="'nope'")
+    assert_one_error_line(unknown_doc, mentions="0123456789abcdef")
+    assert_one_error_line(punctuation, mentions="no words")
+    assert_one_error_line(empty, mentions="no words")
+    for result in (unknown_kb, unknown_doc, punctuation, empty):
+        assert result.returncode == 2 and result.stdout == ""
+    assert bad_n.returncode == 2 and "--top-n" in bad_n.stderr
+    assert hits(run(["search", "attention"], ingested.env))  # nothing lost
+
+
+def test_bad_files_among_good_ones(llm_server: FakeOpenAIServer, tmp_path: Path) -> None:
+    env = kb_env(llm_server, tmp_path / "home")
+    good_pdf = tmp_path / "paper.pdf"
+    good_pdf.write_bytes(make_pdf([PAGE_1, PAGE_2], title="Sparse Attention on Papers"))
+    empty = tmp_path / "empty.md"
+    empty.write_bytes(b"")
+    cut = tmp_path / "corrupt.pdf"
+    cut.write_bytes(good_pdf.read_bytes()[:400])
+    locked = tmp_path / "locked.pdf"
+    locked.write_bytes(make_pdf([PAGE_1], password="pw"))
+    missing = tmp_path / "missing.md"
+    args = ["ingest", str(PAPERS[0]), str(empty), str(cut), str(good_pdf), str(locked),
+            str(missing), "--kb", "mixed"]
+    result = run(args, env)
+    assert result.returncode == 1, result.describe()
+    assert [Path(d["source"]).name for d in result.json_lines()] == [PAPERS[0].name, "paper.pdf"]
+    errors = result.err_lines
+    assert errors == [
+        f"error: {empty} is empty; give a file with some text",
+        errors[1],
+        f"error: {locked} is encrypted; decrypt it first",
+        f"error: no such file: {missing}",
+    ], result.describe()
+    assert errors[1].startswith(f"error: {cut} is not a readable PDF: ")
+
+    found = hits(run(["search", "training sequences GPUs", "--kb", "mixed"], env))
+    assert found[0]["title"] == "Sparse Attention on Papers"
+    assert found[0]["page"] == 2 and found[0]["heading"] == "2 Method > 2.1 Training"
+
+    all_bad = run(["ingest", str(empty), str(missing), "--kb", "mixed"], env)
+    assert all_bad.returncode == 2 and all_bad.stdout == ""
+    assert len(all_bad.err_lines) == 2
+    bad_name = run(["ingest", str(PAPERS[0]), "--kb", "no spaces"], env)
+    assert_one_error_line(bad_name, mentions="knowledge base name")
+
+
+def test_route_accepts_a_pdf_file(llm_server: FakeOpenAIServer, tmp_path: Path) -> None:
+    pdf = tmp_path / "paper.pdf"
+    pdf.write_bytes(make_pdf([PAGE_1, PAGE_2]))
+    locked = tmp_path / "locked.pdf"
+    locked.write_bytes(make_pdf([PAGE_1], password="pw"))
+    env = base_env(tmp_path / "home")  # no LLM: the rules decide
+    ok, bad = run_many([(["route", "summarize this paper", "--file", str(pdf)], env),
+                        (["route", "summarize this paper", "--file", str(locked)], env)])
+    assert ok.returncode == 0, ok.describe()
+    assert ok.json_lines()[0]["strategy"] == "full_content"
+    assert_one_error_line(bad, mentions="is encrypted; decrypt it first")
+
+
+def test_kill_midway_leaves_whole_documents(llm_server: FakeOpenAIServer, tmp_path: Path) -> None:
+    env = kb_env(llm_server, tmp_path / "home")
+    folder = tmp_path / "papers"
+    folder.mkdir()
+    texts = [p.read_text(encoding="utf-8") for p in PAPERS]
+    for i in range(40):
+        (folder / f"{i:02d}.md").write_text(f"{texts[i % 4]}\n\nVariant {i}.\n", encoding="utf-8")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "scholarflow.cli", "ingest", str(folder)], env=env, cwd=REPO,
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, encoding="utf-8")
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()  # one document is in; kill during the next ones
+        assert json.loads(first)["status"] == "added"
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(TIMEOUT)
+    whole = _whole_documents(tmp_path / "home" / "kb" / "default" / DB_FILENAME)
+    assert 1 <= whole < 40
+    again = run(["ingest", str(folder)], env)
+    assert again.returncode == 0, again.describe()
+    statuses = [d["status"] for d in again.json_lines()]
+    assert statuses.count("unchanged") == whole and statuses.count("added") == 40 - whole
+    assert _whole_documents(tmp_path / "home" / "kb" / "default" / DB_FILENAME) == 40
+
+
+def _whole_documents(db: Path) -> int:
+    """How many documents the index holds, checking each has its text and all its chunks."""
+    with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+        docs = dict(conn.execute("SELECT doc_id, chunks FROM documents").fetchall())
+        chunks = dict(conn.execute("SELECT doc_id, COUNT(*) FROM chunks GROUP BY doc_id"))
+        texts = {row[0] for row in conn.execute("SELECT doc_id FROM texts")}
+    assert chunks == docs and texts == set(docs)  # no half document, no orphan chunk
+    return len(docs)
