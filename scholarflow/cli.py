@@ -81,17 +81,18 @@ def _mode(value: str | None) -> str | None:
         raise CliError(f"invalid --mode: {exc}") from None
 
 
-def _documents(paths: Sequence[str]) -> dict[str, str]:
+async def _documents(paths: Sequence[str]) -> dict[str, str]:
     from scholarflow.documents import load_document_file
 
-    loaded = [load_document_file(p) for p in paths]
+    # A large PDF takes a while to extract: keep the event loop free meanwhile.
+    loaded = [await asyncio.to_thread(load_document_file, p) for p in paths]
     return {d.doc_id: d.content for d in loaded}
 
 
-def _graph_input(args: argparse.Namespace, question: str) -> dict[str, Any]:
+async def _graph_input(args: argparse.Namespace, question: str) -> dict[str, Any]:
     payload: dict[str, Any] = {"query": question}
     if args.file:
-        payload["document_contents"] = _documents(args.file)
+        payload["document_contents"] = await _documents(args.file)
     if args.kb:
         payload["kb"] = args.kb
     if args.doc:
@@ -105,7 +106,7 @@ async def _ask(args: argparse.Namespace) -> int:
     from scholarflow.sessions.registry import close_all, session_store
     from scholarflow.state import InputState
 
-    payload = _graph_input(args, _question(args.question))
+    payload = await _graph_input(args, _question(args.question))
     mode = _mode(args.mode)
     ctx = Context(show_thinking=not args.no_thinking)
     if not ctx.llm_configured:
@@ -139,7 +140,7 @@ async def _route(args: argparse.Namespace) -> int:
     from scholarflow.tokens import count_tokens
 
     ctx = Context()
-    infos, _contents = await gather_documents(cast(State, _graph_input(args, "-")))
+    infos, _contents = await gather_documents(cast(State, await _graph_input(args, "-")))
     questions: Iterable[str] = (
         (line.rstrip("\n") for line in sys.stdin) if args.question == "-" else [args.question]
     )

@@ -15,7 +15,7 @@ one term), its word pairs as phrases ("teacher forcing", which d2l-zh also
 writes in English beside 强制教学), terms close together, terms in the
 heading or title, the query's numbers -- and blends that half and half with
 the first-stage score, so a chunk without lexical evidence (a question in
-the other language) keeps its semantic rank among its peers.
+the other language) keeps half its score rather than dropping out.
 
 Measured (tests/test_rerank.py) on 48 labelled questions over the 10 d2l
 sections, English and Chinese, same-language, paraphrased, cross-language
