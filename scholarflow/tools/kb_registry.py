@@ -13,6 +13,7 @@ import asyncio
 import importlib
 import os
 from pathlib import Path
+from typing import Any
 
 from scholarflow.errors import NotSupportedError
 from scholarflow.tools.embeddings import Embedder, default_embedder
@@ -37,6 +38,7 @@ __all__ = [
 ES_URL_ENV = "SCHOLARFLOW_ES_URL"
 
 _open: dict[Path, EmbeddedKnowledgeBase] = {}
+_open_es: dict[tuple[str, str, str | None], Any] = {}  # ElasticsearchKnowledgeBase, imported lazily
 
 
 async def open_knowledge_base(
@@ -49,12 +51,18 @@ async def open_knowledge_base(
     the one it was built with (EmbedderMismatchError).
     """
     check_kb_name(name)
-    if os.environ.get(ES_URL_ENV, "").strip():
+    if url := os.environ.get(ES_URL_ENV, "").strip():
         from scholarflow.tools.index.elastic import ElasticsearchKnowledgeBase
 
-        return await ElasticsearchKnowledgeBase.open(
-            name, create=create, embedder=embedder or default_embedder()
-        )
+        # One client per knowledge base and process, as for the embedded index.
+        key = (url, name, embedder.name if embedder else None)
+        es = _open_es.get(key)
+        if es is None:
+            es = await ElasticsearchKnowledgeBase.open(
+                name, create=create, embedder=embedder or default_embedder()
+            )
+            _open_es[key] = es
+        return es
     folder = (kb_root() / name).absolute()
     cached = _open.get(folder)
     if cached is not None and await asyncio.to_thread((folder / DB_FILENAME).is_file):
@@ -91,8 +99,9 @@ def _kb_names() -> list[str]:
 
 
 async def close_all() -> None:
-    """Close every embedded knowledge base this process opened and forget them."""
-    opened = list(_open.values())
+    """Close every knowledge base this process opened and forget them."""
+    opened: list[KnowledgeBase] = [*_open.values(), *_open_es.values()]
     _open.clear()
+    _open_es.clear()
     for kb in opened:
         await kb.close()

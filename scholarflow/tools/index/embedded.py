@@ -16,6 +16,7 @@ import asyncio
 import sqlite3
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -36,6 +37,7 @@ from scholarflow.tools.kb import (
     RecallParams,
     StoredDocument,
 )
+from scholarflow.tools.rerank import rerank
 
 DB_FILENAME = "index.sqlite"
 SNAPSHOT_FILENAME = "snapshot.npz"
@@ -226,9 +228,9 @@ class EmbeddedKnowledgeBase:
         if doc_ids is not None and not doc_ids:
             return []
         vector = await self.embedder.embed_query(query)
-        return await asyncio.to_thread(
-            self._search, query_terms(query), vector, doc_ids, params
-        )
+        wide = replace(params, top_n=4 * params.top_n) if params.use_rerank else params
+        found = await asyncio.to_thread(self._search, query_terms(query), vector, doc_ids, wide)
+        return await rerank(query, found, top_n=params.top_n) if params.use_rerank else found
 
     def _search(
         self,
