@@ -120,16 +120,13 @@ async def quality_kb(home: Path, *, refresh: bool = False) -> float | None:
     """
     from scholarflow.ingest.pipeline import ingest_files
     from scholarflow.tools.embeddings import LocalE5Embedder
-    from scholarflow.tools.index.embedded import SNAPSHOT_FILENAME
     from scholarflow.tools.kb_registry import close_all, open_knowledge_base
 
     files = corpus_files()
     cached = CACHE / f"quality-{corpus_key(files)}"
     target = home / "kb" / QUALITY_KB
     await close_all()  # the registry must not hand out a stale object for `target`
-    shutil.rmtree(target, ignore_errors=True)
-    if cached.is_dir() and not refresh:
-        shutil.copytree(cached, target, ignore=shutil.ignore_patterns(SNAPSHOT_FILENAME))
+    if not refresh and await asyncio.to_thread(_copy_kb, cached, target):
         return None
     started = time.perf_counter()
     kb = await open_knowledge_base(QUALITY_KB, create=True, embedder=LocalE5Embedder())
@@ -139,13 +136,31 @@ async def quality_kb(home: Path, *, refresh: bool = False) -> float | None:
     failed = [r.error for r in results if not r.ok]
     if failed:
         raise RuntimeError(f"ingest failed: {failed}")
+    await asyncio.to_thread(_store_kb, target, cached)
+    return seconds
+
+
+def _copy_kb(cached: Path, target: Path) -> bool:
+    """The cached knowledge base copied to `target` (without its snapshot); False if none."""
+    from scholarflow.tools.index.embedded import SNAPSHOT_FILENAME
+
+    shutil.rmtree(target, ignore_errors=True)
+    if not cached.is_dir():
+        return False
+    shutil.copytree(cached, target, ignore=shutil.ignore_patterns(SNAPSHOT_FILENAME))
+    return True
+
+
+def _store_kb(built: Path, cached: Path) -> None:
+    """Copy a freshly built knowledge base into the cache, atomically (rename)."""
+    from scholarflow.tools.index.embedded import SNAPSHOT_FILENAME
+
     CACHE.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=cached.name + ".", dir=CACHE))
-    shutil.copytree(target, tmp / "kb", ignore=shutil.ignore_patterns(SNAPSHOT_FILENAME))
+    shutil.copytree(built, tmp / "kb", ignore=shutil.ignore_patterns(SNAPSHOT_FILENAME))
     shutil.rmtree(cached, ignore_errors=True)
     (tmp / "kb").rename(cached)
     tmp.rmdir()
-    return seconds
 
 
 def load_questions(path: Path = EVAL_SET) -> list[dict[str, Any]]:
@@ -457,7 +472,8 @@ def synthetic_queries(n: int, doc_ids: Sequence[str], seed: int = 11) -> list[
             query = rng.choice([f"how does {a} affect {b}", f"what {a} do they use for {b}",
                                 f"{a} {b} {c} results on {rng.choice(_DATASETS)}",
                                 f"why is {a} better than {b} for {c}"])
-        chosen = rng.sample(list(doc_ids), sizes[i // 4 % len(sizes)]) if filtered else None
+        size = min(sizes[i // 4 % len(sizes)], len(doc_ids))
+        chosen = rng.sample(list(doc_ids), size) if filtered else None
         scope = f", filter {len(chosen)} docs" if chosen else ", whole KB"
         group = ("zh" if zh else "en") + scope
         out.append((group, query, chosen))
@@ -584,10 +600,11 @@ async def speed(args: argparse.Namespace) -> list[Row]:
         rows.append(Row("on disk", f"{sum(sizes.values()) / 2**20:.0f} MB (" + ", ".join(
             f"{name} {size / 2**20:.0f} MB" for name, size in sorted(sizes.items())) + ")"))
 
-        queries = synthetic_queries(args.queries, doc_ids)
-        probe = subprocess.run(
-            [sys.executable, __file__, "_search", str(home), json.dumps(queries)],
-            capture_output=True, text=True, check=True, env=os.environ.copy())
+        queries_file = home / "queries.json"
+        queries_file.write_text(json.dumps(synthetic_queries(args.queries, doc_ids)))
+        probe = await asyncio.to_thread(
+            subprocess.run, [sys.executable, __file__, "_search", str(home), str(queries_file)],
+            capture_output=True, text=True, check=True)
         found = json.loads(probe.stdout.strip().splitlines()[-1])
     finally:
         shutil.rmtree(home, ignore_errors=True)
@@ -654,12 +671,11 @@ async def _e5_rows(corpus: Sequence[tuple[str, str]], n: int, total_chunks: int)
     ]
 
 
-async def _search_probe(home: str, raw_queries: str) -> None:
+async def _search_probe(home: str, queries: list[Any]) -> None:
     """In a fresh process: open the speed KB, time the queries, report RSS (JSON on stdout)."""
     from scholarflow.tools.kb_registry import open_knowledge_base
 
     os.environ["SCHOLARFLOW_HOME"] = home
-    queries = json.loads(raw_queries)
     params = _params()
     rss_before = _rss_mb()
     started = time.perf_counter()
@@ -721,7 +737,8 @@ def main() -> None:
                         help="quality: ingest again even when bench/.cache has the KB")
     args = parser.parse_args()
     if args.what == "_search":
-        asyncio.run(_search_probe(*args.rest))
+        home, queries_file = args.rest
+        asyncio.run(_search_probe(home, json.loads(Path(queries_file).read_text())))
         return
     if args.what in ("speed", "all"):
         started = time.perf_counter()

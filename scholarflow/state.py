@@ -60,13 +60,14 @@ class Source(TypedDict):
 
 class SubQuestion(TypedDict):
     question: str
+    translation: str | None  # the same question in the other language, searched too
     doc_id: str | None  # aimed at one document, or None for all of the request's
 
 
 class RecallStep(TypedDict):
     step: int
     kind: Literal["recall"]
-    question: str
+    queries: list[str]  # the sub-question and its translation; the best score per chunk wins
     doc_id: str | None
 
 

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from scholarflow import Context
 from scholarflow.documents import document_from_text
 from scholarflow.ingest.pipeline import add_document
+from scholarflow.nodes import recall as recall_nodes
+from scholarflow.state import RecallStep, RecallStepTask
 from scholarflow.testing import FakeOpenAIServer
+from scholarflow.tools.kb import RecalledChunk
 from scholarflow.tools.kb_registry import open_knowledge_base
 from tests.conftest import SUMMARY_RULE, paper, run_graph, types
 
@@ -34,7 +39,8 @@ async def test_several_documents_question_recalls_per_document_and_cites(
 ) -> None:
     fake_llm.configure(rules=[
         {"match": SUBQ_RULE, "reply": '{"sub_questions": ['
-         '{"question": "learning rate and batch size", "doc_id": "anchor"}, '
+         '{"question": "learning rate and batch size", "translation": "学习率和批大小", '
+         '"doc_id": "anchor"}, '
          '{"question": "learning rate and batch size", "doc_id": "rag"}]}'},
         {"match": ANSWER_RULE, "reply": "AnchorWindow used 3e-4 [1]; SectionRAG 2e-5 [2] [17]."},
     ])
@@ -122,3 +128,31 @@ async def test_large_document_in_a_summary_uses_key_chunks(fake_llm: FakeOpenAIS
     big_prompt = next(p for p in prompts if "AnchorWindow" in p)
     assert big_prompt.count("Appendix") < 30  # not the whole text: its key chunks
     assert "doc_summary_error" not in types(events)
+
+
+
+async def test_a_step_searches_its_translation_and_keeps_the_best_score(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    searched: list[tuple[str, list[str] | None]] = []
+
+    class Recorder:
+        async def search(self, query: str, *, doc_ids: Any, params: Any) -> list[RecalledChunk]:
+            searched.append((query, doc_ids))
+            score = {"batch size": 0.4, "批大小": 0.9}[query]
+            return [RecalledChunk(doc_id="zh", chunk_id="zh:00001", score=score, text="批大小为 32",
+                                  title="T", heading=None, page=None),
+                    RecalledChunk(doc_id="en", chunk_id=f"en:{query}", score=0.3, text="x",
+                                  title="T", heading=None, page=None)]
+
+    async def fake_retriever(*_args: Any) -> Recorder:
+        return Recorder()
+
+    monkeypatch.setattr(recall_nodes, "retriever_for", fake_retriever)
+    step = RecallStep(step=1, kind="recall", queries=["batch size", "批大小"], doc_id="zh")
+    update = await recall_nodes.recall_step(
+        RecallStepTask(step=step, kb=None, doc_ids=["zh", "en"]), None)  # type: ignore[arg-type]
+    assert searched == [("batch size", ["zh"]), ("批大小", ["zh"])]
+    recalled = update["recalled"]
+    assert recalled[0]["chunk_id"] == "zh:00001" and recalled[0]["score"] == 0.9
+    assert len(recalled) == 3 and update["completed_steps"] == [1]

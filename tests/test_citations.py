@@ -46,10 +46,11 @@ def test_sources_follow_first_citation_order() -> None:
 
 def test_parse_sub_questions_keeps_known_documents_only() -> None:
     docs = [DocumentInfo(doc_id="d1", title="A", tokens=1, content_hash="h")]
-    text = ('Here: ```json {"sub_questions": [{"question": "lr?", "doc_id": "d1"}, '
-            '{"question": "data?", "doc_id": "nope"}, {"question": " "}]} ```')
+    text = ('Here: ```json {"sub_questions": [{"question": "lr?", "translation": "学习率？", '
+            '"doc_id": "d1"}, {"question": "data?", "doc_id": "nope"}, {"question": " "}]} ```')
     assert parse_sub_questions(text, docs) == [
-        {"question": "lr?", "doc_id": "d1"}, {"question": "data?", "doc_id": None},
+        {"question": "lr?", "translation": "学习率？", "doc_id": "d1"},
+        {"question": "data?", "translation": None, "doc_id": None},
     ]
     assert parse_sub_questions("no json at all", docs) == []
     assert parse_sub_questions('{"sub_questions": "oops"}', docs) == []

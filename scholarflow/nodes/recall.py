@@ -32,7 +32,7 @@ from scholarflow.state import (
     State,
     SubQuestion,
 )
-from scholarflow.tools.kb import RecallParams
+from scholarflow.tools.kb import RecalledChunk, RecallParams
 from scholarflow.tools.recall import knowledge_base_for, recall_scope, retriever_for
 
 logger = logging.getLogger(__name__)
@@ -57,7 +57,8 @@ def parse_sub_questions(text: str, documents: list[DocumentInfo]) -> list[SubQue
         if not question:
             continue
         doc_id = item.get("doc_id")
-        result.append(SubQuestion(question=question,
+        translation = str(item.get("translation") or "").strip()
+        result.append(SubQuestion(question=question, translation=translation or None,
                                   doc_id=doc_id if doc_id in known else None))
     return result[:MAX_SUB_QUESTIONS]
 
@@ -84,7 +85,7 @@ async def sub_question_generation(state: State, runtime: Runtime[Context]) -> di
         logger.info("sub-questions failed, the question is one step: %s", exc)
         questions = []
     if not questions:
-        questions = [SubQuestion(question=query, doc_id=None)]
+        questions = [SubQuestion(question=query, translation=None, doc_id=None)]
         thinking.say("Searching with the question itself.")
     else:
         thinking.say("Sub-questions: " + "; ".join(q["question"] for q in questions))
@@ -94,7 +95,8 @@ async def sub_question_generation(state: State, runtime: Runtime[Context]) -> di
 
 async def plan_generation(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     plan = [
-        RecallStep(step=i, kind="recall", question=q["question"], doc_id=q["doc_id"])
+        RecallStep(step=i, kind="recall", doc_id=q["doc_id"],
+                   queries=[q["question"], *([q["translation"]] if q["translation"] else [])])
         for i, q in enumerate(state.get("sub_questions") or [], 1)
     ]
     node_complete("plan_generation", steps=len(plan))
@@ -146,7 +148,12 @@ async def recall_step(task: RecallStepTask, runtime: Runtime[Context]) -> dict[s
                           vector_similarity_weight=ctx.vector_similarity_weight,
                           use_rerank=ctx.use_rerank)
     doc_ids = [step["doc_id"]] if step["doc_id"] else (task["doc_ids"] or None)
-    found = await retriever.search(step["question"], doc_ids=doc_ids, params=params)
+    best: dict[str, RecalledChunk] = {}
+    for query in step["queries"]:  # a chunk in the other language is found by the translation
+        for chunk in await retriever.search(query, doc_ids=doc_ids, params=params):
+            if chunk.chunk_id not in best or chunk.score > best[chunk.chunk_id].score:
+                best[chunk.chunk_id] = chunk
+    found = sorted(best.values(), key=lambda c: -c.score)[: params.top_n]
     node_complete("recall_step", step=step["step"], chunks=len(found))
     return {
         "recalled": [RecalledChunkState(step=step["step"], doc_id=c.doc_id,

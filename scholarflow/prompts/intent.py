@@ -32,9 +32,10 @@ SUB_QUESTION_GENERATION_PROMPT = prompt(
     "SUB_QUESTION_GENERATION_PROMPT",
     """Break the user's request into at most {max_questions} short, self-contained \
 search questions that together retrieve what is needed to answer it from the documents \
-below. Write each in the language most likely to match the document's text. When a \
-question concerns one document only, give that document's id; when the user asks \
-about several documents, ask about each document separately.
+below. Give each question in English and in Chinese: the documents may be in \
+either language, and search matches words. When a question concerns one document \
+only, give that document's id; when the user asks about several documents, ask about \
+each document separately.
 
 Documents:
 {document_list}
@@ -43,7 +44,8 @@ Recent conversation (may be empty):
 {history}
 
 Answer with JSON only:
-{{"sub_questions": [{{"question": "...", "doc_id": "<id or null>"}}]}}""",
+{{"sub_questions": [{{"question": "<English>", "translation": "<中文>", \
+"doc_id": "<id or null>"}}]}}""",
     "max_questions",
     "document_list",
     "history",
