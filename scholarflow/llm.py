@@ -162,29 +162,40 @@ def _cached_model(
 
 
 def translate_error(exc: BaseException, ctx: Context) -> Exception:
-    """A typed, one-line error for a failed call; never includes the key."""
-    where = ctx.openai_api_base or "the OpenAI API"
+    """A typed, one-line error for a failed chat call; never includes the key."""
+    return translate_api_error(
+        exc, kind="model", model=ctx.model_name or "", model_env="SCHOLARFLOW_MODEL",
+        base_url=ctx.openai_api_base, timeout=ctx.llm_timeout_seconds,
+    )
+
+
+def translate_api_error(
+    exc: BaseException, *, kind: str, model: str, model_env: str, base_url: str | None,
+    timeout: float,
+) -> Exception:
+    """A typed, one-line error for a failed call to an OpenAI-compatible endpoint.
+
+    `kind` says what was called ("model", "embedding model"), `model_env` which
+    setting names the model. Retryable: 429, 5xx, timeouts, dropped connections.
+    """
+    where = base_url or "the OpenAI API"
     if isinstance(exc, openai.RateLimitError):
-        return RetryableLLMError(f"the model endpoint is rate limiting requests (429) at {where}")
+        return RetryableLLMError(f"the {kind} endpoint is rate limiting requests (429) at {where}")
     if isinstance(exc, openai.APITimeoutError | asyncio.TimeoutError | httpx.TimeoutException):
-        return RetryableLLMError(
-            f"the model did not answer within {ctx.llm_timeout_seconds:g} s at {where}"
-        )
+        return RetryableLLMError(f"the {kind} did not answer within {timeout:g} s at {where}")
     if isinstance(exc, openai.APIConnectionError | httpx.TransportError):
-        return RetryableLLMError(f"cannot reach the model at {where}: check OPENAI_BASE_URL")
+        return RetryableLLMError(f"cannot reach the {kind} at {where}: check OPENAI_BASE_URL")
     if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
         return FatalLLMError(
-            f"the model endpoint {where} rejected the API key: check OPENAI_API_KEY"
+            f"the {kind} endpoint {where} rejected the API key: check OPENAI_API_KEY"
         )
     if isinstance(exc, openai.NotFoundError):
-        return FatalLLMError(
-            f"model {ctx.model_name!r} was not found at {where}: check SCHOLARFLOW_MODEL"
-        )
+        return FatalLLMError(f"{kind} {model!r} was not found at {where}: check {model_env}")
     if isinstance(exc, openai.APIStatusError):
         if exc.status_code >= 500:
-            return RetryableLLMError(f"the model endpoint failed ({exc.status_code}) at {where}")
+            return RetryableLLMError(f"the {kind} endpoint failed ({exc.status_code}) at {where}")
         return FatalLLMError(
-            f"the model endpoint rejected the request ({exc.status_code}): {_first_line(exc)}"
+            f"the {kind} endpoint rejected the request ({exc.status_code}): {_first_line(exc)}"
         )
     if isinstance(exc, Exception):
         return exc

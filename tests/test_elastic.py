@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import math
 import socket
-import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
@@ -21,7 +20,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-import uvicorn
 from elasticsearch import AsyncElasticsearch
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -42,6 +40,7 @@ from scholarflow.tools.kb import (
     RecallParams,
     StoredDocument,
 )
+from tests.servers import serve
 
 FIXTURES = Path(__file__).parent / "data" / "es"
 ES_HEADERS = {
@@ -143,18 +142,8 @@ def replay() -> Iterator[tuple[Replay, str]]:
     fake = Replay()
     app = Starlette(routes=[Route("/{path:path}", fake.handle,
                                   methods=["GET", "HEAD", "POST", "PUT", "DELETE"])])
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
-                                           lifespan="off"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "fake Elasticsearch did not start"
-        time.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    yield fake, f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=5)
+    with serve(app, "fake Elasticsearch") as base:
+        yield fake, base
 
 
 @pytest.fixture

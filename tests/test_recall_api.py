@@ -5,13 +5,10 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import threading
-import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
@@ -25,6 +22,7 @@ from scholarflow.tools.recall_api import (
     RecallApiUnavailableError,
     parse_response,
 )
+from tests.servers import serve
 
 NATIVE = {"chunks": [
     {"doc_id": "p1", "chunk_id": "p1:00002", "content": "Residual blocks add the input.",
@@ -70,18 +68,8 @@ class Service:
 def service() -> Iterator[tuple[Service, str]]:
     svc = Service()
     app = Starlette(routes=[Route("/api/recall", svc.recall, methods=["POST"])])
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
-                                           lifespan="off"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline
-        time.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    yield svc, f"http://127.0.0.1:{port}/api/recall"
-    server.should_exit = True
-    thread.join(timeout=5)
+    with serve(app, "recall service") as base:
+        yield svc, base + "/api/recall"
 
 
 @pytest.fixture

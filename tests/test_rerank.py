@@ -16,14 +16,11 @@ import json
 import logging
 import os
 import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
@@ -31,6 +28,7 @@ from starlette.routing import Route
 
 from scholarflow.tools.kb import RecalledChunk
 from scholarflow.tools.rerank import rerank, rerank_local
+from tests.servers import serve
 
 DATA = Path(__file__).parent / "data"
 QUERIES = DATA / "rerank_queries.jsonl"
@@ -68,18 +66,8 @@ class FakeReranker:
 def reranker() -> Iterator[tuple[FakeReranker, str]]:
     fake = FakeReranker()
     app = Starlette(routes=[Route("/v1/rerank", fake.rerank, methods=["POST"])])
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
-                                           lifespan="off"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline
-        time.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    yield fake, f"http://127.0.0.1:{port}/v1"
-    server.should_exit = True
-    thread.join(timeout=5)
+    with serve(app, "rerank endpoint") as base:
+        yield fake, base + "/v1"
 
 
 @pytest.fixture

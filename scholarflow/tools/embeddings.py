@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from scholarflow.errors import ConfigurationError, FatalLLMError, RetryableLLMError
+from scholarflow.errors import ConfigurationError, FatalLLMError
 
 Vectors = npt.NDArray[np.float32]
 
@@ -277,24 +277,12 @@ class OpenAIEmbedder:
         return vectors
 
     def _error(self, exc: Exception) -> Exception:
-        import openai
+        from scholarflow.llm import translate_api_error
 
-        where = self.base_url or "the OpenAI API"
-        if isinstance(exc, openai.RateLimitError | openai.APIConnectionError):
-            return RetryableLLMError(f"the embeddings endpoint {where} is unavailable: {exc}")
-        if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
-            return FatalLLMError(
-                f"the embeddings endpoint {where} rejected the API key: check OPENAI_API_KEY"
-            )
-        if isinstance(exc, openai.NotFoundError):
-            return FatalLLMError(
-                f"embedding model {self.model!r} was not found at {where}: check {MODEL_ENV}"
-            )
-        if isinstance(exc, openai.APIStatusError) and exc.status_code >= 500:
-            return RetryableLLMError(
-                f"the embeddings endpoint failed ({exc.status_code}) at {where}"
-            )
-        return FatalLLMError(f"the embeddings endpoint {where} rejected the request: {exc}")
+        return translate_api_error(
+            exc, kind="embedding model", model=self.model, model_env=MODEL_ENV,
+            base_url=self.base_url, timeout=self._timeout,
+        )
 
     @classmethod
     def from_env(cls, model: str | None = None) -> OpenAIEmbedder:
