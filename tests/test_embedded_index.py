@@ -110,8 +110,9 @@ async def test_threshold_and_top_n(kb: KnowledgeBase) -> None:
     assert len(everything) == 5
     best = everything[0]
     assert best.chunk_id == "en:00001"
-    # With w = 0.3 the best BM25 match scores at least 0.7 (its normalised BM25 is 1).
-    assert best.score >= 0.7
+    # BM25 is normalised by what the query could score at most, so no score reaches 1,
+    # and the chunk holding every query term is well above the default threshold.
+    assert 0.2 < best.score < 1.0
     top1 = await kb.search("batch normalization", doc_ids=None, params=RecallParams(top_n=1))
     assert [c.chunk_id for c in top1] == [best.chunk_id]
     strict = RecallParams(top_n=10, similarity_threshold=best.score - 1e-4)

@@ -67,6 +67,13 @@ class Bm25Index:
     def term_ids(self, terms: Sequence[str]) -> list[int]:
         return [self.vocab[t] for t in terms if t in self.vocab]
 
+    def bound(self, term_ids: Sequence[int]) -> float:
+        """The most these terms can score: a term adds at most its idf (tf/(tf+norm) < 1)."""
+        n = self.size
+        df = (self.indptr[np.asarray(term_ids, np.int64) + 1]
+              - self.indptr[np.asarray(term_ids, np.int64)])
+        return float(np.log1p((n - df + 0.5) / (df + 0.5)).sum())
+
     def scores(self, term_ids: Sequence[int]) -> FloatArray:
         """BM25 of every document for these (distinct) query terms."""
         out = np.zeros(self.size, np.float32)

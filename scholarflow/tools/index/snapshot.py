@@ -109,15 +109,19 @@ class Snapshot:
             positions = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in spans])
             # Only the chosen documents' rows: a document's chunks are contiguous.
             cosine = np.concatenate([self.vectors[a:b] @ query_vector for a, b in spans])
-        lexical = self.bm25.scores(self.bm25.term_ids(terms))
+        term_ids = self.bm25.term_ids(terms)
+        lexical = self.bm25.scores(term_ids)
         if positions is not None:
             lexical = lexical[positions]
         # In place, and top-n before the threshold (the same result): at 100k
         # chunks every extra pass over the scores costs ~0.1 ms.
         score = np.multiply(cosine, weight, out=cosine)
-        top = float(lexical.max(initial=0.0))
+        top = self.bm25.bound(term_ids)
         if top > 0:
-            # Normalised over the candidates, so the best lexical match scores 1.
+            # Normalised by what the query could score at most, not by the best
+            # candidate: a weak match (a Chinese question sharing 的, 是, 多少 with
+            # every Chinese chunk) must not score 1 and bury passages in the other
+            # language, which BM25 cannot match at all.
             score += lexical * np.float32((1.0 - weight) / top)
         if len(score) > top_n:
             best = np.argpartition(score, len(score) - top_n)[-top_n:]
