@@ -23,10 +23,6 @@ class NotSupportedError(ScholarflowError):
     """A capability that is not built yet."""
 
 
-class KnowledgeBaseNotConfiguredError(NotSupportedError):
-    """The chunk_recall branch needs a knowledge base and none is configured."""
-
-
 class LLMError(ScholarflowError):
     """A call to the language model failed."""
 
