@@ -219,11 +219,12 @@ class SlotProbe:
         started: dict[int, float] = {}  # by task: a slot is taken and given back in one task
         acquire, release = limiter.acquire, limiter.release
 
-        async def timed_acquire() -> None:
-            await acquire()
+        async def timed_acquire() -> int:
+            epoch: int = await acquire()  # the limiter's slot() needs it back
             now = time.perf_counter()
             self.first_acquire = min(self.first_acquire, now)
             started[id(asyncio.current_task())] = now
+            return epoch
 
         def timed_release() -> None:
             now = time.perf_counter()

@@ -1,4 +1,4 @@
-"""The command line: ask, route, sessions, ingest and search.
+"""The command line: ask, resume, route, sessions, ingest and search.
 
 Every failure is one line on stderr, `error: <what was wrong, what to do>`,
 and a non-zero exit: 2 for a bad request, 1 for a run that failed.
@@ -42,6 +42,11 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--web-search", action="store_true", help="search the web in chat")
     ask.add_argument("--no-thinking", action="store_true", help="hide the workflow's thinking")
     ask.add_argument("--json", action="store_true", help="print one stream event per line")
+
+    resume = sub.add_parser("resume", help="finish a session's run that stopped midway")
+    resume.add_argument("session_id")
+    resume.add_argument("--no-thinking", action="store_true", help="hide the workflow's thinking")
+    resume.add_argument("--json", action="store_true", help="print one stream event per line")
 
     route = sub.add_parser("route", help="print the intent and strategy; generate nothing")
     route.add_argument("question", help="the question, or - for one question per stdin line")
@@ -100,37 +105,27 @@ async def _graph_input(args: argparse.Namespace, question: str) -> dict[str, Any
     return payload
 
 
-async def _ask(args: argparse.Namespace) -> int:
-    from scholarflow.cli_render import JsonRenderer, TerminalRenderer
-    from scholarflow.graph import build_graph
-    from scholarflow.sessions.registry import close_all, session_store
-    from scholarflow.state import InputState
-
-    payload = await _graph_input(args, _question(args.question))
-    mode = _mode(args.mode)
+def _run_context(args: argparse.Namespace) -> Context:
     ctx = Context(show_thinking=not args.no_thinking)
     if not ctx.llm_configured:
         raise CliError("no LLM configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for "
                        "DeepSeek, Qwen, vLLM or Ollama)")
-    try:
-        if args.session and await session_store().get(args.session) is None:
-            raise CliError(f"no session {args.session!r}; see `scholarflow sessions list`")
-        payload.update(session_id=args.session, mode_type=mode,
-                       enable_web_search=args.web_search)
-        renderer = JsonRenderer() if args.json else TerminalRenderer()
-        graph = build_graph()
-        # subgraphs=True: the document_summary subgraph's events come up too.
-        stream = graph.astream(cast(InputState, payload), context=ctx, stream_mode="custom",
-                               subgraphs=True)
-        async for _namespace, event in stream:
-            renderer.handle(cast(dict[str, Any], event))
-    finally:
-        await close_all()
-    if renderer.error is not None:
-        if args.json:  # the terminal renderer already printed it
-            print(f"error: {renderer.error}", file=sys.stderr)
-        return EXIT_RUN_FAILED
-    return 0 if renderer.final is not None else EXIT_RUN_FAILED
+    return ctx
+
+
+async def _ask(args: argparse.Namespace) -> int:
+    from scholarflow import cli_run
+
+    payload = await _graph_input(args, _question(args.question))
+    payload.update(mode_type=_mode(args.mode), enable_web_search=args.web_search)
+    return await cli_run.ask(payload, _run_context(args), session=args.session,
+                             json_output=args.json)
+
+
+async def _resume(args: argparse.Namespace) -> int:
+    from scholarflow import cli_run
+
+    return await cli_run.resume(args.session_id, _run_context(args), json_output=args.json)
 
 
 async def _route(args: argparse.Namespace) -> int:
@@ -201,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     debug = bool(os.environ.get("SCHOLARFLOW_DEBUG"))
     logging.basicConfig(level=logging.DEBUG if debug else logging.ERROR,
                         format="%(levelname)s %(name)s: %(message)s")
-    command = {"ask": _ask, "route": _route, "sessions": _sessions,
+    command = {"ask": _ask, "resume": _resume, "route": _route, "sessions": _sessions,
                "ingest": cli_kb.ingest, "search": cli_kb.search}[args.command]
     try:
         return asyncio.run(command(args))

@@ -42,6 +42,10 @@ def add_parsers(sub: Any) -> None:
                         help="only this document (repeatable)")
     search.add_argument("--top-n", type=_positive_int, default=None, metavar="N",
                         help=f"chunks to print (default: {Context().top_n})")
+    search.add_argument("--no-translate", action="store_true",
+                        help="search with the query alone (by default, when an LLM is "
+                             "configured, its translation into the other language is searched "
+                             "too, as the workflow does)")
 
 
 def _positive_int(value: str) -> int:
@@ -73,7 +77,7 @@ async def ingest(args: argparse.Namespace) -> int:
 
 async def search(args: argparse.Namespace) -> int:
     from scholarflow.tools.index.tokenize import has_words
-    from scholarflow.tools.kb import DocumentNotFoundError, RecallParams
+    from scholarflow.tools.kb import DocumentNotFoundError, RecalledChunk, RecallParams
     from scholarflow.tools.kb_registry import close_all, open_knowledge_base
 
     query = args.query.strip()
@@ -95,7 +99,15 @@ async def search(args: argparse.Namespace) -> int:
                 raise DocumentNotFoundError(
                     f"knowledge base {args.kb!r} has no document {missing[0]!r}; "
                     "`scholarflow ingest` prints the ids")
-        found = await kb.search(query, doc_ids=doc_ids, params=params)
+        queries = [query]
+        if ctx.llm_configured and not args.no_translate:
+            queries += await _translation(ctx, query)
+        best: dict[str, RecalledChunk] = {}
+        for text in queries:  # as the workflow's recall step: the best score per chunk
+            for chunk in await kb.search(text, doc_ids=doc_ids, params=params):
+                if chunk.chunk_id not in best or chunk.score > best[chunk.chunk_id].score:
+                    best[chunk.chunk_id] = chunk
+        found = sorted(best.values(), key=lambda c: -c.score)[: params.top_n]
     finally:
         await close_all()
     for chunk in found:
@@ -105,6 +117,32 @@ async def search(args: argparse.Namespace) -> int:
             "title": chunk.title, "heading": chunk.heading, "page": chunk.page,
         }, ensure_ascii=False), flush=True)
     return 0
+
+
+async def _translation(ctx: Context, query: str) -> list[str]:
+    """The query in the other language, by the configured LLM; [] (and a note) if it fails.
+
+    Search still works without it: the index translates word by word itself
+    (tools/index/crosslingual.py); a whole-sentence translation adds what a
+    dictionary misses.
+    """
+    from scholarflow import llm
+    from scholarflow.errors import LLMError
+    from scholarflow.language import is_chinese
+    from scholarflow.prompts import QUERY_TRANSLATION_PROMPT
+
+    language = "English" if is_chinese(query) else "Simplified Chinese"
+    system = QUERY_TRANSLATION_PROMPT.format(language=language)
+    try:
+        result = await llm.complete(ctx, [("system", system), ("user", query)],
+                                    node="query_translation")
+    except LLMError as exc:
+        print(f"note: the query was not translated ({exc}); searching with it alone",
+              file=sys.stderr)
+        return []
+    lines = [line.strip() for line in result.text.strip().splitlines() if line.strip()]
+    translation = lines[0] if lines else ""
+    return [translation] if translation and translation != query else []
 
 
 class _Progress:

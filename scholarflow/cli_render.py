@@ -38,7 +38,8 @@ class TerminalRenderer:
     def _progress(self) -> None:
         done, total = self.summaries_done + self.summaries_failed, self.summaries_total
         failed = f", {self.summaries_failed} failed" if self.summaries_failed else ""
-        line = f"summaries {done}/{total}{failed}"
+        # A resumed run does not announce the total again: count what it does.
+        line = f"summaries {done}/{total}{failed}" if total else f"summaries {done}{failed}"
         if self.color:
             print("\r" + self._dim(line), end="", file=self.err, flush=True)
             self.progress_shown = True

@@ -58,6 +58,11 @@ class Context:
         default=DEFAULT_MAX_CONCURRENT_LLM_CALLS,
         metadata=_doc("Process-wide cap on LLM calls in flight."),
     )
+    adaptive_llm_limit: bool = field(
+        default=True,
+        metadata=_doc("On a 429, halve the LLM calls in flight and grow back by one per "
+                      "success, within [1, max_concurrent_llm_calls]; off: a fixed cap."),
+    )
     max_intent_recognition_retries: int = field(
         default=3, metadata=_doc("LLM attempts when it answers with an invalid intent.")
     )

@@ -19,6 +19,10 @@ class ConfigurationError(ScholarflowError):
     """A setting the command needs is missing or wrong; the message names it."""
 
 
+class BackendUnavailableError(ConfigurationError):
+    """A configured PostgreSQL or Redis could not be reached; the message names the variable."""
+
+
 class NotSupportedError(ScholarflowError):
     """A capability that is not built yet."""
 
@@ -33,3 +37,11 @@ class RetryableLLMError(LLMError):
 
 class FatalLLMError(LLMError):
     """Bad key, unknown model, rejected request: retrying cannot help."""
+
+
+class RateLimitedLLMError(RetryableLLMError):
+    """A 429: retryable, and the signal the adaptive LLM limit backs off on."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after  # seconds the server asked to wait, if it said

@@ -1,10 +1,12 @@
 """The one place that builds chat models and applies the process-wide LLM cap.
 
 Every LLM call, streamed or not, goes through `complete` or `stream`, which
-hold a slot of the process-wide `LLMLimiter` for the whole call and give it
-back the moment the call ends. Errors come out typed: `RetryableLLMError`
-(429, 5xx, timeouts, dropped connections), retried by the nodes'
-`LLM_RETRY` policy, and `FatalLLMError`. The client's own retries are off so
+hold a slot of the process-wide `LLMLimiter` (llm_limiter.py) for the whole
+call and give it back the moment the call ends; a 429 halves the limiter's
+limit and successes grow it back (`Context.adaptive_llm_limit`). Errors come
+out typed: `RetryableLLMError` (429 as its `RateLimitedLLMError`, 5xx,
+timeouts, dropped connections), retried by the nodes' `LLM_RETRY` policy, and
+`FatalLLMError`. The client's own retries are off so
 that the node policy is the only retry layer and a backoff never holds a slot.
 """
 
@@ -13,9 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import deque
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -27,14 +27,34 @@ from langchain_openai import ChatOpenAI
 from langgraph.types import RetryPolicy
 
 from scholarflow.context import DEFAULT_MAX_CONCURRENT_LLM_CALLS, Context
-from scholarflow.errors import ConfigurationError, FatalLLMError, RetryableLLMError
+from scholarflow.errors import (
+    ConfigurationError,
+    FatalLLMError,
+    RateLimitedLLMError,
+    RetryableLLMError,
+)
+from scholarflow.llm_limiter import LLMLimiter as LLMLimiter  # re-exported: its old home
+from scholarflow.llm_limiter import retry_after_seconds
 from scholarflow.state import LLMUsage
 
 logger = logging.getLogger(__name__)
 
 Prompt = Sequence[tuple[str, str]]  # (role, content) pairs: "system", "user", "assistant"
 
-LLM_RETRY = RetryPolicy(
+# A 429 says "not now", not "broken": it gets more attempts than other failures
+# (8, i.e. up to ~30 s of backoff) so a rate-limited document is slowed, not lost,
+# while the adaptive limit brings the calls in flight down. A 5xx or a timeout
+# gets 4. LangGraph uses the first policy whose retry_on matches; the attempt
+# count is the node's total. Its jitter adds 0-1 s to every wait.
+RATE_LIMIT_RETRY = RetryPolicy(
+    initial_interval=0.5,
+    backoff_factor=2.0,
+    max_interval=8.0,
+    max_attempts=8,
+    jitter=True,
+    retry_on=RateLimitedLLMError,
+)
+ERROR_RETRY = RetryPolicy(
     initial_interval=0.5,
     backoff_factor=2.0,
     max_interval=8.0,
@@ -42,82 +62,18 @@ LLM_RETRY = RetryPolicy(
     jitter=True,
     retry_on=RetryableLLMError,
 )
-
-
-class LLMLimiter:
-    """A FIFO counting limiter whose capacity can change while it is in use.
-
-    asyncio.Semaphore cannot be resized; the adaptive limit of a later issue
-    needs that, and FIFO hand-over keeps slots busy while work waits.
-    """
-
-    def __init__(self, capacity: int) -> None:
-        self._capacity = capacity
-        self._in_flight = 0
-        self._waiters: deque[asyncio.Future[None]] = deque()
-        self.max_in_flight = 0
-
-    @property
-    def capacity(self) -> int:
-        return self._capacity
-
-    @property
-    def in_flight(self) -> int:
-        return self._in_flight
-
-    def set_capacity(self, capacity: int) -> None:
-        self._capacity = max(1, capacity)
-        self._hand_over()
-
-    def reset_stats(self) -> None:
-        self.max_in_flight = self._in_flight
-
-    async def acquire(self) -> None:
-        if self._in_flight < self._capacity and not self._waiters:
-            self._take()
-            return
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.append(waiter)
-        try:
-            await waiter
-        except asyncio.CancelledError:
-            if waiter.done() and not waiter.cancelled():
-                self.release()  # the slot was handed over just as we were cancelled
-            elif waiter in self._waiters:  # a hand-over may have dropped it already
-                self._waiters.remove(waiter)
-            raise
-
-    def release(self) -> None:
-        self._in_flight -= 1
-        self._hand_over()
-
-    def _take(self) -> None:
-        self._in_flight += 1
-        self.max_in_flight = max(self.max_in_flight, self._in_flight)
-
-    def _hand_over(self) -> None:
-        while self._waiters and self._in_flight < self._capacity:
-            waiter = self._waiters.popleft()
-            if not waiter.done():
-                self._take()
-                waiter.set_result(None)
-
-    @asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
-        await self.acquire()
-        try:
-            yield
-        finally:
-            self.release()
+LLM_RETRY: tuple[RetryPolicy, ...] = (RATE_LIMIT_RETRY, ERROR_RETRY)
 
 
 _LIMITER = LLMLimiter(DEFAULT_MAX_CONCURRENT_LLM_CALLS)
 
 
 def limiter(ctx: Context | None = None) -> LLMLimiter:
-    """The process-wide limiter, sized by the latest context that asked for it."""
-    if ctx is not None and ctx.max_concurrent_llm_calls != _LIMITER.capacity:
-        _LIMITER.set_capacity(ctx.max_concurrent_llm_calls)
+    """The process-wide limiter, set up by the latest context that asked for it."""
+    if ctx is not None:
+        if ctx.max_concurrent_llm_calls != _LIMITER.max_capacity:
+            _LIMITER.set_capacity(ctx.max_concurrent_llm_calls)
+        _LIMITER.adaptive = ctx.adaptive_llm_limit
     return _LIMITER
 
 
@@ -180,7 +136,10 @@ def translate_api_error(
     """
     where = base_url or "the OpenAI API"
     if isinstance(exc, openai.RateLimitError):
-        return RetryableLLMError(f"the {kind} endpoint is rate limiting requests (429) at {where}")
+        return RateLimitedLLMError(
+            f"the {kind} endpoint is rate limiting requests (429) at {where}",
+            retry_after=retry_after_seconds(exc.response.headers),
+        )
     if isinstance(exc, openai.APITimeoutError | asyncio.TimeoutError | httpx.TimeoutException):
         return RetryableLLMError(f"the {kind} did not answer within {timeout:g} s at {where}")
     if isinstance(exc, openai.APIConnectionError | httpx.TransportError):

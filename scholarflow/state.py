@@ -9,11 +9,22 @@ small states (`DocSummaryTask`).
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Literal, NotRequired, TypedDict
+from typing import Annotated, Any, Literal, NotRequired
+
+from pydantic import Field
+
+# typing_extensions' TypedDict: on Python < 3.12 pydantic cannot build a JSON schema from
+# typing.TypedDict, and LangGraph server (Studio) then shows no input or output schema.
+from typing_extensions import TypedDict
 
 Strategy = Literal["full_content", "multi_doc_summary", "chunk_recall"]
 DecidedBy = Literal["override", "rules", "llm", "fallback"]
 HistoryRole = Literal["USER", "ASSISTANT", "COMPRESSION"]
+
+
+def _doc(text: str) -> Any:
+    """A field description for the JSON schema (LangGraph Studio's input form, API docs)."""
+    return Field(description=text)
 
 
 class DocumentInfo(TypedDict):
@@ -56,6 +67,15 @@ class Source(TypedDict):
     title: str
     chunk_id: str
     location: str
+
+
+class WebSource(TypedDict):
+    """A web search result a chat answer was given, numbered as the prompt showed it."""
+
+    n: int
+    title: str
+    url: str
+    cited: bool
 
 
 class SubQuestion(TypedDict):
@@ -101,28 +121,38 @@ def merge_summaries(
 class InputState(TypedDict):
     """What a caller sends. Only `query` is required."""
 
-    query: str
-    session_id: NotRequired[str | None]
-    kb: NotRequired[str | None]
-    doc_ids: NotRequired[list[str]]
-    content: NotRequired[str | None]
-    document_contents: NotRequired[dict[str, str]]
-    mode_type: NotRequired[str | None]
-    enable_web_search: NotRequired[bool]
+    query: Annotated[str, _doc("The question or request.")]
+    session_id: NotRequired[Annotated[
+        str | None, _doc("Continue this session; empty starts a new one.")]]
+    kb: NotRequired[Annotated[str | None, _doc(
+        "Knowledge base to read documents from; without doc_ids, all of its documents.")]]
+    doc_ids: NotRequired[Annotated[list[str], _doc(
+        "Documents of the knowledge base (kb, else 'default') the question is about.")]]
+    content: NotRequired[Annotated[str | None, _doc("One document's text, given directly.")]]
+    document_contents: NotRequired[Annotated[
+        dict[str, str], _doc("Documents given directly, as {doc_id: text}.")]]
+    mode_type: NotRequired[Annotated[str | None, _doc(
+        "An intent that skips recognition: SIMPLE_INTERACTION, LITERATURE_SUMMARY, "
+        "REVIEW_GENERATION, PAPER_REVIEW or LITERATURE_QA.")]]
+    enable_web_search: NotRequired[Annotated[
+        bool, _doc("Chat may search the web (Tavily or Bocha).")]]
 
 
 class OutputState(TypedDict):
     """What a caller gets back."""
 
-    answer: str
-    session_id: str
-    detected_intent: str | None
-    intent_confidence: float
-    intent_decided_by: DecidedBy | None
-    strategy: Strategy | None
-    sources: list[Source]
-    error: str | None
-    usage: list[LLMUsage]
+    answer: Annotated[str, _doc("The answer.")]
+    session_id: Annotated[str, _doc("The session the question and answer were saved in.")]
+    detected_intent: Annotated[str | None, _doc("The intent the question was handled as.")]
+    intent_confidence: Annotated[float, _doc("Confidence of that intent, 0 to 1.")]
+    intent_decided_by: Annotated[
+        DecidedBy | None, _doc("Who decided: override (mode_type), rules, llm or fallback.")]
+    strategy: Annotated[Strategy | None, _doc("How the documents were read; null for chat.")]
+    sources: Annotated[list[Source], _doc("Recalled chunks the answer cites as [n].")]
+    web_sources: Annotated[
+        list[WebSource], _doc("Web search results a chat answer was given, and which it cited.")]
+    error: Annotated[str | None, _doc("Why the run ended without an answer, if it did.")]
+    usage: Annotated[list[LLMUsage], _doc("Every LLM call: node, model, tokens, seconds.")]
 
 
 class State(InputState):
@@ -152,6 +182,7 @@ class State(InputState):
     # answer
     answer: str
     sources: list[Source]
+    web_sources: list[WebSource]  # simple_interaction with web search
     error: str | None
     usage: Annotated[list[LLMUsage], operator.add]
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -36,9 +38,10 @@ async def fake_llm(
     # Recall embeddings from the scripted server too: fast, and no local model load.
     monkeypatch.setenv("SCHOLARFLOW_EMBEDDING_MODEL", "fake-embedding")
     monkeypatch.delenv("SCHOLARFLOW_EMBEDDING_BASE_URL", raising=False)
-    for name in ("SCHOLARFLOW_ES_URL", "SCHOLARFLOW_RECALL_API_URL", "SCHOLARFLOW_RERANK_MODEL"):
+    for name in ("SCHOLARFLOW_ES_URL", "SCHOLARFLOW_RECALL_API_URL", "SCHOLARFLOW_RERANK_MODEL",
+                 "SCHOLARFLOW_DATABASE_URL", "SCHOLARFLOW_REDIS_URL"):
         monkeypatch.delenv(name, raising=False)
-    limiter().reset_stats()
+    limiter().reset()  # no limit halved by an earlier test's 429s
     yield llm_server
     await close_all()
     await close_knowledge_bases()
@@ -81,3 +84,77 @@ def types(events: list[dict[str, Any]]) -> list[str]:
 
 INTENT_RULE = "You route requests"  # a phrase of INTENT_RECOGNITION_PROMPT
 SUMMARY_RULE = "Condense the academic document"  # DOCUMENT_CONDENSED_SUMMARY_PROMPT
+
+
+# PostgreSQL and Redis: the local services (CI has them too). Unreachable:
+# skipped on a developer's machine, a failure under CI.
+TEST_DATABASE_URL = os.environ.get(
+    "SCHOLARFLOW_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
+TEST_REDIS_URL = os.environ.get("SCHOLARFLOW_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+def _service_missing(what: str, exc: Exception) -> None:
+    message = f"{what} is not reachable: {exc}"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> str:
+    import psycopg
+
+    try:
+        psycopg.connect(TEST_DATABASE_URL, connect_timeout=3).close()
+    except psycopg.OperationalError as exc:
+        _service_missing(f"PostgreSQL at {TEST_DATABASE_URL}", exc)
+    return TEST_DATABASE_URL
+
+
+@pytest.fixture
+def pg_schema(postgres_url: str) -> Iterator[str]:
+    """A unique schema name for one test; the schema and its tables are dropped afterwards."""
+    import psycopg
+
+    name = f"sf_test_{uuid.uuid4().hex[:12]}"
+    yield name
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        # Bounded: a connection the test left in a transaction must not hang the run.
+        conn.execute("SET lock_timeout = '10s'")
+        conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+
+
+@pytest.fixture
+def pg_schema_url(postgres_url: str, pg_schema: str) -> str:
+    """The test database's URL with search_path set to a fresh schema (created here)."""
+    import psycopg
+
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{pg_schema}"')
+    return f"{postgres_url}?options=-csearch_path%3D{pg_schema}"
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    import redis
+
+    try:
+        redis.Redis.from_url(TEST_REDIS_URL, socket_connect_timeout=3).ping()
+    except redis.RedisError as exc:
+        _service_missing(f"Redis at {TEST_REDIS_URL}", exc)
+    return TEST_REDIS_URL
+
+
+@pytest.fixture
+def redis_doc_prefix(redis_url: str) -> Iterator[str]:
+    """A unique doc_id prefix; every `doc_summary:<prefix>*` key is deleted afterwards."""
+    import redis
+
+    prefix = f"sftest-{uuid.uuid4().hex[:10]}"
+    yield prefix
+    client = redis.Redis.from_url(redis_url)
+    keys = list(client.scan_iter(f"doc_summary:{prefix}*", count=1000))
+    if keys:
+        client.delete(*keys)
+    client.close()

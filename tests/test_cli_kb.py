@@ -32,8 +32,11 @@ HIT_KEYS = {"doc_id", "chunk_id", "score", "text", "title", "heading", "page"}
 
 
 def kb_env(server: FakeOpenAIServer, home: Path) -> dict[str, str]:
+    # The key makes an LLM configured, so `search` asks it for a translation: the scripted
+    # server (its default reply, "ok: <query>", changes no ranking these tests check).
     return {**base_env(home), "SCHOLARFLOW_EMBEDDING_MODEL": "fake-embedding",
-            "SCHOLARFLOW_EMBEDDING_BASE_URL": server.base_url, "OPENAI_API_KEY": "dummy"}
+            "SCHOLARFLOW_EMBEDDING_BASE_URL": server.base_url, "OPENAI_API_KEY": "dummy",
+            "OPENAI_BASE_URL": server.base_url}
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,10 @@ def test_reingest_changes_nothing(ingested: Ingested, llm_server: FakeOpenAIServ
 
 def test_search_english_and_chinese(ingested: Ingested) -> None:
     english, chinese, only_one = run_many([
-        (["search", "How much memory does AnchorWindow need?", "--top-n", "3"], ingested.env),
+        # The fake vectors are noise and the best cosine scores the whole vector weight
+        # (hybrid.py), so the question has enough words for BM25 to decide.
+        (["search", "How much GPU memory does AnchorWindow save compared with full attention?",
+          "--top-n", "3"], ingested.env),
         (["search", "向量权重 α 取多少效果最好", "--top-n", "3"], ingested.env),
         (["search", "retrieval", "--doc", ingested.ids["zh_hybrid_retrieval.md"]], ingested.env),
     ])
@@ -99,6 +105,34 @@ def test_search_english_and_chinese(ingested: Ingested) -> None:
     assert top["doc_id"] == ingested.ids["zh_hybrid_retrieval.md"]
     assert "α" in top["text"] and top["heading"]
     assert {h["doc_id"] for h in hits(only_one)} == {ingested.ids["zh_hybrid_retrieval.md"]}
+
+
+def test_search_adds_the_llm_translation_of_the_query(
+        ingested: Ingested, llm_server: FakeOpenAIServer) -> None:
+    question = "稀疏注意力在八千词元时的峰值显存"  # the answer is in an English paper
+    llm_server.configure(rules=[{
+        "match": "Translate the user's search query", "role": "system",
+        "reply": "AnchorWindow peak GPU memory at 8K compared with full attention"}])
+    try:
+        calls = llm_server.stats().chat_calls
+        translated = hits(run(["search", question, "--top-n", "3"], ingested.env))
+        assert llm_server.stats().chat_calls == calls + 1
+        alone = run(["search", question, "--top-n", "3", "--no-translate"], ingested.env)
+        assert llm_server.stats().chat_calls == calls + 1  # no call with --no-translate
+    finally:
+        llm_server.reset()
+    anchor = ingested.ids["en_sparse_attention.md"]
+    assert translated[0]["doc_id"] == anchor
+    assert hits(alone)[0]["doc_id"] != anchor  # the fake vectors mean nothing: BM25 decides
+    # An LLM that fails: one note on stderr, and the query alone is searched.
+    llm_server.configure(fail_first_n=1, fail_status=400)
+    try:
+        failed = run(["search", question, "--top-n", "3"], ingested.env)
+    finally:
+        llm_server.reset()
+    assert failed.returncode == 0 and hits(failed)
+    assert failed.stderr.startswith("note: the query was not translated")
+    assert len(failed.stderr.strip().splitlines()) == 1
 
 
 def test_search_bad_input_is_one_error_line(ingested: Ingested) -> None:

@@ -27,6 +27,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from scholarflow.errors import ConfigurationError, ScholarflowError
+from scholarflow.tools.index import crosslingual, lexicon
 from scholarflow.tools.index.elastic import (
     ElasticsearchError,
     ElasticsearchKnowledgeBase,
@@ -41,6 +42,7 @@ from scholarflow.tools.kb import (
     StoredDocument,
 )
 from tests.servers import serve
+from tests.test_crosslingual import SAMPLE
 
 FIXTURES = Path(__file__).parent / "data" / "es"
 ES_HEADERS = {
@@ -144,6 +146,13 @@ def replay() -> Iterator[tuple[Replay, str]]:
                                   methods=["GET", "HEAD", "POST", "PUT", "DELETE"])])
     with serve(app, "fake Elasticsearch") as base:
         yield fake, base
+
+
+@pytest.fixture(autouse=True)
+def test_lexicon(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The recorded queries hold their translations: a small fixed dictionary, not CC-CEDICT's."""
+    words = lexicon.parse(iter(SAMPLE.splitlines(keepends=True)))
+    monkeypatch.setattr(crosslingual, "lexicon", lambda: words)
 
 
 @pytest.fixture
@@ -253,15 +262,37 @@ async def test_hybrid_search_combines_scores(
     fake.load("search_hybrid.json")
     hits = await kb.search("attention normalization", doc_ids=None, params=RecallParams())
     fake.assert_done()
-    # By hand: (1-w) * bm25/max_bm25 + w * cos with w = 0.3, bm25 max 1.8, cos = 2*es - 1.
+    # The lexical query is boosted by 1 / (sum of its terms' idf), from the term statistics.
+    idf = [math.log1p((4 - df + 0.5) / (df + 0.5)) for df in (2, 1)]
+    lexical = fake.received[1]["body"][1]["query"]["bool"]["must"][0]
+    assert lexical["match"]["text"]["boost"] == pytest.approx(1 / sum(idf))
+    # By hand: (1-w) * lexical + w * cos / best cos, with w = 0.3, cos = 2*es - 1.
     assert [(h.chunk_id, h.score) for h in hits] == [
-        ("d1:00001", pytest.approx(0.7 * 1.0 + 0.3 * 1.0)),
-        ("d1:00000", pytest.approx(0.7 * 0.5 + 0.3 * math.sqrt(0.5), abs=1e-6)),
+        ("d1:00001", pytest.approx(0.7 * 0.8 + 0.3 * 1.0)),
+        ("d1:00000", pytest.approx(0.7 * 0.3 + 0.3 * math.sqrt(0.5), abs=1e-6)),
     ]  # d2:00000 scores 0 (no term, orthogonal vector): under the 0.2 threshold
     top = hits[0]
     assert (top.doc_id, top.title, top.heading, top.page) == (
         "d1", "Attention Is All You Need", "1 Model > 1.2 Softmax", 2)
     assert top.location == "p. 2, 1 Model > 1.2 Softmax"
+
+
+async def test_a_chinese_question_matches_english_chunks_through_the_dictionary(
+    replay: tuple[Replay, str], kb: ElasticsearchKnowledgeBase
+) -> None:
+    fake, _ = replay
+    fake.load("search_crosslingual.json")
+    hits = await kb.search("注意力", doc_ids=None, params=RecallParams())
+    fake.assert_done()
+    # Its own terms are in no chunk: the translated view alone, normalised by its bound.
+    lexical = fake.received[1]["body"][1]["query"]["bool"]["must"][0]["bool"]
+    assert lexical["should"] == [
+        {"dis_max": {"queries": [{"match": {"text": "attention"}}], "boost": 0.75}}]
+    assert lexical["boost"] == pytest.approx(1 / (0.75 * math.log(2)))
+    assert [(h.chunk_id, h.score) for h in hits] == [
+        ("d1:00000", pytest.approx(0.7 * 0.45 + 0.3)),
+        ("d1:00001", pytest.approx(0.7 * 0.35 + 0.3 * math.sqrt(0.5), abs=1e-6)),
+    ]
 
 
 async def test_weight_and_top_n_apply_client_side(
@@ -282,13 +313,13 @@ async def test_doc_ids_filter_in_query_and_knn(
     fake.load("search_doc_ids.json")
     hits = await kb.search("卷积 第3节", doc_ids=["d2"], params=RecallParams())
     fake.assert_done()
-    lines = fake.received[0]["body"]
+    lines = fake.received[1]["body"]  # after the term statistics
     wanted = {"terms": {"doc_id": ["d2"]}}
     assert wanted in lines[1]["query"]["bool"]["filter"]
     assert wanted in lines[3]["knn"]["filter"]
     assert [(h.chunk_id, h.score) for h in hits] == [
-        ("d2:00000", pytest.approx(0.7 * 0.75 + 0.3 * 1.0)),
-        ("d2:00001", pytest.approx(0.7 * 1.0)),  # exact cosine via script_score: no vector, 0
+        ("d2:00000", pytest.approx(0.7 * 0.4 + 0.3 * 1.0)),
+        ("d2:00001", pytest.approx(0.7 * 0.45)),  # exact cosine via script_score: no vector, 0
     ]
     assert await kb.search("卷积", doc_ids=[], params=RecallParams()) == []  # no request
 

@@ -106,6 +106,20 @@ async def test_429_every_second_call(server: FakeOpenAIServer) -> None:
     assert server.stats().chat_calls == 3
 
 
+async def test_concurrency_rate_limit_turns_away_calls_over_k(server: FakeOpenAIServer) -> None:
+    server.configure(latency=1.0, rate_limit_in_flight=2, fault_latency=0, retry_after="1.5")
+    started = time.perf_counter()
+    results = await asyncio.gather(*(ask(server, f"q{i}") for i in range(5)),
+                                   return_exceptions=True)
+    limited = [r for r in results if isinstance(r, openai.RateLimitError)]
+    assert len(limited) == 3 and sum(isinstance(r, str) for r in results) == 2
+    assert all(r.response.headers["retry-after"] == "1.5" for r in limited)
+    stats = server.stats()
+    assert stats.chat_calls == 5 and stats.failed_calls == 3 and stats.in_flight == 0
+    assert time.perf_counter() - started >= 1.0
+    assert await ask(server, "later") == "ok: later"  # admitted again once they finished
+
+
 async def test_500_faults_first_n_and_per_rule(server: FakeOpenAIServer) -> None:
     server.configure(fail_first_n=1, fail_status=500,
                      rules=[{"match": "boom", "status": 500, "times": 1}])
@@ -157,7 +171,7 @@ async def test_admin_endpoints(server: FakeOpenAIServer) -> None:
         assert (await http.post(f"{admin}/reset")).status_code == 200
         stats = (await http.get(f"{admin}/stats")).json()
         assert stats == {"chat_calls": 0, "embedding_calls": 0, "in_flight": 0,
-                         "max_in_flight": 0, "requests": []}
+                         "max_in_flight": 0, "failed_calls": 0, "requests": []}
         assert await ask(server, "x") == "ok: x"  # the rule went with the reset
         models = (await http.get(f"{server.base_url}/models")).json()
         assert models["data"][0]["id"] == "fake-model"

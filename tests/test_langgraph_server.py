@@ -1,40 +1,52 @@
 """`langgraph dev` serves langgraph.json and the `langgraph_sdk` client streams runs from it.
 
-Two real subprocesses per module: the scripted OpenAI server
-(`python -m scholarflow.testing.fake_openai --port 0`) and `langgraph dev` in
-the repository root, pointed at it through OPENAI_BASE_URL. Skipped only when
-the `langgraph` CLI is not installed.
+One server per module (tests/langgraph_dev.py): `langgraph dev` on the
+repository's langgraph.json, and the scripted OpenAI server as a second
+subprocess whose in-flight counter sees every LLM call the server makes.
+Skipped only when the `langgraph` CLI is not installed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
-import re
-import shutil
-import signal
-import socket
-import subprocess
-import sys
 import time
+import uuid
+from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
-from tests.conftest import EXAMPLES, INTENT_RULE
+from tests.conftest import EXAMPLES, INTENT_RULE, SUMMARY_RULE
+from tests.langgraph_dev import (
+    GRAPH_ID,
+    LANGGRAPH,
+    NO_CLI,
+    Fake,
+    Run,
+    Server,
+    cli_json_events,
+    fake_stats,
+    files_containing,
+    new_thread,
+    normalised,
+    script,
+    session_of,
+    start_fake,
+    start_server,
+    stream,
+    tail,
+    where,
+)
 
-REPO = Path(__file__).resolve().parents[1]
-GRAPH_ID = "scholarflow"  # langgraph.json
 QA_RULE = "You answer a precise question"
 INTENT_QA = '{"intent": "LITERATURE_QA", "confidence": 0.9, "reason": "a precise question"}'
 ANSWER = "The model attends to a local window plus a few global tokens."
 QUESTION = "Which attention pattern does the sparse model use?"
 SECRET = "sk-secret-xyz"
+SEARCH_SECRET = "tvly-secret-abc"
 EVENT_TYPES = frozenset({
     "thinking_start", "thinking_end", "thought_chunk", "answer_chunk", "final_answer",
     "node_complete", "node_error", "doc_summary_init", "doc_summary_start",
@@ -42,96 +54,9 @@ EVENT_TYPES = frozenset({
 })
 FULL_CONTENT_NODES = ["request_init", "document_check", "intent_recognition",
                       "strategy_selection", "answer_generation", "session_save"]
-FAKE_START_TIMEOUT = 30.0
-SERVER_START_TIMEOUT = 90.0
-RUN_TIMEOUT = 120.0
+CHAT_NODES = ["request_init", "document_check", "simple_interaction", "session_save"]
 
-
-def _langgraph_cli() -> str | None:
-    beside = Path(sys.executable).with_name("langgraph")
-    return str(beside) if beside.exists() else shutil.which("langgraph")
-
-
-LANGGRAPH = _langgraph_cli()
-pytestmark = pytest.mark.skipif(
-    LANGGRAPH is None,
-    reason="the `langgraph` CLI is not installed (pip install 'langgraph-cli[inmem]')",
-)
-
-
-# --- processes ---------------------------------------------------------------------------------
-
-
-def _free_port() -> int:
-    while True:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = int(sock.getsockname()[1])
-        if port != 2024:  # langgraph dev's default; something else may hold it
-            return port
-
-
-def _clean_env(home: Path) -> dict[str, str]:
-    """The caller's environment without LLM, tracing or scholarflow settings, offline-safe."""
-    dropped = ("OPENAI_", "SCHOLARFLOW_", "LANGSMITH_", "LANGCHAIN_", "TAVILY_", "BOCHA_")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(dropped)}
-    env.update(
-        SCHOLARFLOW_HOME=str(home),
-        PYTHONIOENCODING="utf-8",
-        NO_COLOR="1",
-        # Offline: no CLI analytics (langgraph_cli/analytics.py), no PyPI version check
-        # (langgraph_api/cli.py), no LangSmith tracing. Without a license key the
-        # metadata beacon is skipped anyway (langgraph_api/metadata.py).
-        LANGGRAPH_CLI_NO_ANALYTICS="1",
-        LANGGRAPH_NO_VERSION_CHECK="true",
-        LANGSMITH_TRACING="false",
-        LANGCHAIN_TRACING_V2="false",
-    )
-    return env
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """Stop a process started with start_new_session=True, and its own children."""
-    if proc.poll() is not None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=5)
-
-
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-def _tail(path: Path, lines: int = 40) -> str:
-    """The last lines of a log, without the colour codes structlog adds."""
-    text = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
-    return "\n".join(_ANSI.sub("", text).splitlines()[-lines:])
-
-
-@dataclass(frozen=True)
-class Fake:
-    base_url: str  # .../v1
-    log: Path
-
-    @property
-    def admin(self) -> str:
-        return self.base_url.removesuffix("/v1") + "/_admin"
-
-
-@dataclass(frozen=True)
-class Server:
-    url: str
-    log: Path
-    home: Path
-
-    def log_tail(self) -> str:
-        return f"--- langgraph dev log ({self.log}):\n{_tail(self.log)}"
+pytestmark = pytest.mark.skipif(LANGGRAPH is None, reason=NO_CLI)
 
 
 @pytest.fixture(scope="module")
@@ -141,150 +66,43 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def fake(workdir: Path) -> Iterator[Fake]:
-    log = workdir / "fake_openai.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "scholarflow.testing.fake_openai", "--port", "0"],
-            stdout=out, stderr=subprocess.STDOUT, cwd=REPO,
-            env=_clean_env(workdir / "unused-home"), start_new_session=True,
-        )
-    try:
-        deadline = time.monotonic() + FAKE_START_TIMEOUT
-        while True:
-            found = re.search(r"listening on (http://\S+/v1)", _tail(log))
-            if found:
-                break
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"fake-openai did not start (exit {proc.poll()}):\n{_tail(log)}")
-            time.sleep(0.1)
-        yield Fake(found.group(1), log)
-    finally:
-        _stop(proc)
+    with start_fake(workdir) as started:
+        yield started
 
 
 @pytest.fixture(scope="module")
 def server(fake: Fake, workdir: Path) -> Iterator[Server]:
-    assert LANGGRAPH is not None
-    port = _free_port()
-    home = workdir / "home"
-    env = _clean_env(home)
-    env.update(OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY="dummy-server-key")
-    # The repository's own langgraph.json, served from the repository root. The
-    # in-memory server pickles threads into ./.langgraph_api/ (gitignored); this
-    # langgraph-cli has no working switch to turn that off (`disable_persistence` is
-    # dropped by config validation and the env var is overwritten by `langgraph dev`).
-    log = workdir / "langgraph_dev.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [LANGGRAPH, "dev", "--host", "127.0.0.1", "--port", str(port),
-             "--no-browser", "--no-reload"],
-            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=REPO, env=env,
-            start_new_session=True,
-        )
-    started = Server(f"http://127.0.0.1:{port}", log, home)
-    try:
-        deadline = time.monotonic() + SERVER_START_TIMEOUT
-        while True:
-            try:
-                if httpx.get(f"{started.url}/ok", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None:
-                pytest.fail(f"langgraph dev exited with {proc.returncode}\n{started.log_tail()}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"langgraph dev did not answer /ok within "
-                            f"{SERVER_START_TIMEOUT:.0f}s\n{started.log_tail()}")
-            time.sleep(0.5)
+    with start_server(workdir, fake) as started:
         yield started
-    finally:
-        _stop(proc)
-
-
-# --- helpers -----------------------------------------------------------------------------------
-
-
-async def _script(fake: Fake, **config: Any) -> None:
-    async with httpx.AsyncClient(timeout=10) as http:
-        (await http.post(f"{fake.admin}/reset")).raise_for_status()
-        (await http.post(f"{fake.admin}/config", json=config)).raise_for_status()
-
-
-@dataclass
-class Run:
-    custom: list[dict[str, Any]]
-    values: dict[str, Any]  # the last root-namespace values
-    parts: list[tuple[str, Any]]  # every (event, data), metadata included
-
-    def types(self) -> list[str]:
-        return [e.get("type", "?") for e in self.custom]
-
-
-async def _stream(server: Server, thread_id: str, **kwargs: Any) -> Run:
-    from langgraph_sdk import get_client
-
-    client = get_client(url=server.url)
-    run = Run([], {}, [])
-    try:
-        async with asyncio.timeout(RUN_TIMEOUT):
-            async for part in client.runs.stream(
-                thread_id, GRAPH_ID, stream_mode=["custom", "values"], stream_subgraphs=True,
-                **kwargs,
-            ):
-                run.parts.append((part.event, part.data))
-                # Subgraph parts are named "custom|<namespace>" / "values|<namespace>".
-                if part.event.split("|")[0] == "custom":
-                    run.custom.append(part.data)
-                elif part.event == "values":
-                    run.values = part.data
-    finally:
-        await client.aclose()
-    return run
-
-
-def _where(obj: Any, needle: str, path: str = "$") -> list[str]:
-    """JSON paths of every key or string value that contains `needle`."""
-    if isinstance(obj, dict):
-        found = []
-        for key, value in obj.items():
-            if needle in str(key):
-                found.append(f"{path}.{key} (key)")
-            found += _where(value, needle, f"{path}.{key}")
-        return found
-    if isinstance(obj, list | tuple):
-        return [p for i, v in enumerate(obj) for p in _where(v, needle, f"{path}[{i}]")]
-    return [path] if needle in str(obj) else []
 
 
 def _paper() -> str:
     return (EXAMPLES / "en_sparse_attention.md").read_text(encoding="utf-8")
 
 
-# --- tests -------------------------------------------------------------------------------------
+def _qa_rules() -> list[dict[str, Any]]:
+    return [{"match": INTENT_RULE, "reply": INTENT_QA}, {"match": QA_RULE, "reply": ANSWER}]
+
+
+# --- streaming ---------------------------------------------------------------------------------
 
 
 async def test_sdk_streams_a_run_from_langgraph_dev(server: Server, fake: Fake) -> None:
     from langgraph_sdk import get_client
 
-    await _script(fake, rules=[{"match": INTENT_RULE, "reply": INTENT_QA},
-                               {"match": QA_RULE, "reply": ANSWER}])
+    await script(fake, rules=_qa_rules())
     client = get_client(url=server.url)
     try:
         assistants = await client.assistants.search(graph_id=GRAPH_ID)
         assert assistants, f"graph {GRAPH_ID!r} is not served\n{server.log_tail()}"
-        thread = await client.threads.create()
     finally:
         await client.aclose()
 
-    run = await _stream(server, thread["thread_id"],
-                        input={"query": QUESTION, "content": _paper()})
+    run = await stream(server, await new_thread(server),
+                       input={"query": QUESTION, "content": _paper()})
 
-    server_errors = [data for event, data in run.parts if event == "error"]
-    assert not server_errors, f"{server_errors}\n{server.log_tail()}"
-    failed = [e for e in run.custom if e.get("type") in ("node_error", "error")]
-    assert not failed, f"the run failed: {failed}\n{server.log_tail()}"
+    assert not run.failures(), f"{run.failures()}\n{server.log_tail()}"
     assert set(run.types()) <= EVENT_TYPES, run.types()
-
     chunks = [e["content"] for e in run.custom if e["type"] == "answer_chunk"]
     assert chunks and "".join(chunks) == ANSWER, run.types()
     completed = [e["node"] for e in run.custom if e["type"] == "node_complete"]
@@ -301,41 +119,296 @@ async def test_sdk_streams_a_run_from_langgraph_dev(server: Server, fake: Fake) 
     assert run.values.get("strategy") == "full_content"
 
 
-async def test_a_key_given_in_context_is_never_stored(server: Server, fake: Fake) -> None:
+def _full_content_files(folder: Path, nonce: str) -> tuple[list[Path], list[str]]:
+    paper = folder / "sparse.md"
+    paper.write_text(f"{_paper()}\n\nRun {nonce}.\n", encoding="utf-8")
+    return [paper], [QUESTION]
+
+
+def _multi_doc_files(folder: Path, nonce: str) -> tuple[list[Path], list[str]]:
+    # Three documents, one of which the scripted model refuses: the per-document
+    # events, the failure and the merge all come through the document_summary subgraph.
+    texts = {
+        "alpha.md": f"# Alpha {nonce}\n\nSparse attention keeps a local window per token.\n",
+        "beta.md": f"# Beta {nonce}\n\nHybrid retrieval mixes BM25 with dense vectors.\n",
+        "gamma.md": f"# Gamma {nonce}\n\nBROKEN on purpose: the model rejects this one.\n",
+    }
+    for name, text in texts.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return [folder / name for name in texts], ["Summarise these papers", "--mode",
+                                               "LITERATURE_SUMMARY"]
+
+
+@pytest.mark.parametrize("files_of", [_full_content_files, _multi_doc_files],
+                         ids=["full_content", "multi_doc_summary"])
+async def test_the_sdk_gets_the_same_events_as_the_cli(
+    server: Server, fake: Fake, tmp_path: Path, files_of: Any
+) -> None:
+    from scholarflow.documents import load_document_file
+
+    await script(fake, rules=[
+        *_qa_rules(),
+        {"match": SUMMARY_RULE + ".*BROKEN", "status": 400},
+        {"match": SUMMARY_RULE, "reply": "A condensed summary of the paper."},
+    ])
+    # Documents nobody has summarised yet, so neither side reads a summary cache.
+    files, (question, *options) = files_of(tmp_path, uuid.uuid4().hex)
+    cli = await asyncio.to_thread(
+        cli_json_events, [question, *[f"--file={f}" for f in files], *options], fake,
+        tmp_path / "cli-home")
+    # The same request through the server: the documents as the CLI reads them.
+    payload: dict[str, Any] = {"query": question, "document_contents": {
+        d.doc_id: d.content for d in map(load_document_file, files)}}
+    if options:
+        payload["mode_type"] = options[1]
+    served = await stream(server, await new_thread(server), input=payload)
+
+    assert [e for kind, e in served.parts if kind == "error"] == [], server.log_tail()
+    assert cli and cli[-1]["type"] == "final_answer", [e.get("type") for e in cli]
+    assert served.custom and served.custom[-1]["type"] == "final_answer", served.types()
+    assert set(served.types()) <= EVENT_TYPES
+    server_events, cli_events = normalised(served.custom), normalised(cli)
+    if not any("doc_id" in e for e in cli_events):
+        assert server_events == cli_events
+        return
+    # Per-document summaries (the events naming a doc_id) run in parallel: their order
+    # across documents is the scheduler's. Everything else keeps its order, and so does
+    # each document's own stream.
+    def shared(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [e for e in events if "doc_id" not in e]
+
+    def of_document(events: list[dict[str, Any]], doc_id: str) -> list[dict[str, Any]]:
+        return [e for e in events if e.get("doc_id") == doc_id]
+
+    assert shared(server_events) == shared(cli_events)
+    for doc_id in payload["document_contents"]:
+        assert of_document(cli_events, doc_id), f"no events for {doc_id}"
+        assert of_document(server_events, doc_id) == of_document(cli_events, doc_id), doc_id
+    assert Counter(json.dumps(e, sort_keys=True) for e in server_events) == Counter(
+        json.dumps(e, sort_keys=True) for e in cli_events)
+    kinds = set(served.types())
+    assert {"doc_summary_init", "doc_summary_complete", "doc_summary_error"} <= kinds, kinds
+
+
+# --- threads -----------------------------------------------------------------------------------
+
+
+def _next_nodes(history: list[dict[str, Any]], run_id: str) -> list[str]:
+    """The node each checkpoint of one run was about to run, oldest first."""
+    mine = [c for c in reversed(history) if c["metadata"].get("run_id") == run_id]
+    return [n for c in mine for n in c["next"]]
+
+
+async def test_thread_history_is_browsable(server: Server, fake: Fake) -> None:
     from langgraph_sdk import get_client
 
-    await _script(fake, rules=[{"match": INTENT_RULE, "reply": INTENT_QA},
-                               {"match": QA_RULE, "reply": ANSWER}])
+    await script(fake, rules=_qa_rules())
+    thread_id = await new_thread(server)
+    first = await stream(server, thread_id, input={"query": QUESTION, "content": _paper()})
+    assert not first.failures(), f"{first.failures()}\n{server.log_tail()}"
+    calls_before = (await fake_stats(fake))["chat_calls"]
+    # A follow-up in the same thread: no document this time, so it is chat.
+    second = await stream(server, thread_id, input={"query": "Thanks! Who wrote it?"})
+    assert not second.failures(), f"{second.failures()}\n{server.log_tail()}"
+    stats = await fake_stats(fake)
+
     client = get_client(url=server.url)
     try:
-        thread = await client.threads.create()
-        thread_id = thread["thread_id"]
-        run = await _stream(
+        history = await client.threads.get_history(thread_id, limit=100)
+        latest = await client.threads.get_state(thread_id)
+        end_of_first = next(c for c in history if c["metadata"].get("run_id") == first.run_id
+                            and not c["next"])
+        earlier = await client.threads.get_state(
+            thread_id, checkpoint_id=end_of_first["checkpoint"]["checkpoint_id"])
+    finally:
+        await client.aclose()
+
+    # Every checkpoint of both runs, newest first, each naming its run and step.
+    assert {c["metadata"].get("run_id") for c in history} == {first.run_id, second.run_id}
+    steps = [c["metadata"]["step"] for c in history]
+    assert steps == sorted(steps, reverse=True) and steps[-1] == -1, steps
+    assert [c["metadata"]["source"] for c in history].count("input") == 2
+    assert _next_nodes(history, first.run_id) == ["__start__", *FULL_CONTENT_NODES]
+    assert _next_nodes(history, second.run_id) == ["__start__", *CHAT_NODES]
+    parents = {c["checkpoint"]["checkpoint_id"]: (c["parent_checkpoint"] or {}).get(
+        "checkpoint_id") for c in history}
+    assert sum(parent is None for parent in parents.values()) == 1, "one chain, one root"
+
+    # Any checkpoint can be opened: the end of the first run still holds its answer.
+    assert earlier["values"]["answer"] == ANSWER
+    assert latest["values"]["answer"] == second.values["answer"] != ANSWER
+    assert latest["values"]["detected_intent"] == "SIMPLE_INTERACTION"
+    # The thread is one session: the follow-up continued it, with the first exchange
+    # as history, and its usage counts only its own LLM calls.
+    assert session_of(second.custom) == session_of(first.custom)
+    follow_up = stats["requests"][calls_before:]
+    assert len(follow_up) == 1 and QUESTION in json.dumps(follow_up[0]["messages"])
+    assert len(latest["values"]["usage"]) == len(follow_up)
+
+
+# --- schemas -----------------------------------------------------------------------------------
+
+
+async def test_studio_sees_input_output_and_context_schemas(server: Server) -> None:
+    from langgraph_sdk import get_client
+
+    client = get_client(url=server.url)
+    try:
+        assistant = (await client.assistants.search(graph_id=GRAPH_ID))[0]
+        schemas = await client.assistants.get_schemas(assistant["assistant_id"])
+        graph = await client.assistants.get_graph(assistant["assistant_id"], xray=True)
+        subgraphs = await client.assistants.get_subgraphs(assistant["assistant_id"],
+                                                          recurse=True)
+    finally:
+        await client.aclose()
+
+    given = schemas["input_schema"]
+    assert given, f"no input schema\n{server.log_tail()}"
+    assert given["required"] == ["query"]
+    assert set(given["properties"]) == {"query", "session_id", "kb", "doc_ids", "content",
+                                        "document_contents", "mode_type", "enable_web_search"}
+    out = schemas["output_schema"]
+    assert out, f"no output schema\n{server.log_tail()}"
+    assert {"answer", "session_id", "detected_intent", "strategy", "sources"} <= set(
+        out["properties"])
+    for name, schema in (("input", given), ("output", out)):
+        undescribed = [k for k, v in schema["properties"].items() if not v.get("description")]
+        assert not undescribed, f"{name} fields without a description: {undescribed}"
+    assert "LITERATURE_QA" in given["properties"]["mode_type"]["description"]
+
+    context = schemas["context_schema"]
+    assert context and context["properties"]["max_concurrent_llm_calls"]["default"] == 10
+    assert not {"openai_api_key", "search_engine_api_key"} & set(context["properties"])
+    assert not [k for k, v in context["properties"].items() if not v.get("description")]
+    assert schemas["state_schema"], "Studio needs the state schema to show the state"
+
+    nodes = {n["id"] for n in graph["nodes"]}
+    assert {*FULL_CONTENT_NODES, "simple_interaction", "document_summary",
+            "sub_question_generation", "plan_generation", "execution"} <= nodes, nodes
+    assert {"document_summary", "execution"} <= set(subgraphs), sorted(subgraphs)
+    # Studio shows a subgraph's schemas when one steps into it; pydantic on Python < 3.12
+    # builds none from typing.TypedDict (the server only logs "Failed to get ... schema").
+    blank = [f"{ns}.{kind}" for ns, sub in subgraphs.items()
+             for kind in ("input_schema", "output_schema", "state_schema") if not sub.get(kind)]
+    assert not blank, f"schemas Studio cannot show: {blank}\n{server.log_tail()}"
+    assert "Failed to get" not in tail(server.log, 100_000)
+
+
+async def test_an_assistants_context_applies_to_its_runs(server: Server, fake: Fake) -> None:
+    from langgraph_sdk import get_client
+
+    await script(fake, rules=_qa_rules())
+    client = get_client(url=server.url)
+    try:
+        quiet = await client.assistants.create(graph_id=GRAPH_ID,
+                                               context={"show_thinking": False})
+    finally:
+        await client.aclose()
+    payload = {"query": QUESTION, "content": _paper()}
+    default = await stream(server, await new_thread(server), input=payload)
+    run = await stream(server, await new_thread(server), input=payload,
+                       assistant=str(quiet["assistant_id"]))
+    assert not run.failures(), run.failures()
+    assert "thinking_start" in default.types()
+    assert run.types()[-1] == "final_answer", run.types()
+    assert not {"thinking_start", "thought_chunk", "thinking_end"} & set(run.types())
+
+
+# --- secrets -----------------------------------------------------------------------------------
+
+
+async def test_a_key_given_in_context_is_never_stored(server: Server, fake: Fake) -> None:
+    """A key sent in a run's context reaches no thread state, checkpoint or run config.
+
+    The graph is served with ServedContext, which has no key fields: the server drops
+    them from the run's configuration (and so from checkpoint metadata), and the run
+    uses the server's own OPENAI_API_KEY. One copy is out of our hands: the server
+    keeps each run's request as it came (`run["kwargs"]["context"]`, and on disk in
+    ./.langgraph_api for `langgraph dev`, the run table for `langgraph up`). So keys
+    belong in the server's environment, never in a request.
+    """
+    from langgraph_sdk import get_client
+
+    await script(fake, rules=_qa_rules())
+    client = get_client(url=server.url)
+    try:
+        thread_id = await new_thread(server)
+        run = await stream(
             server, thread_id, input={"query": QUESTION, "content": _paper()},
-            context={"openai_api_key": SECRET, "openai_api_base": fake.base_url,
-                     "show_thinking": True},
+            context={"openai_api_key": SECRET, "search_engine_api_key": SEARCH_SECRET,
+                     "openai_api_base": fake.base_url, "show_thinking": True},
+            metadata={"purpose": "leak check"},
         )
-        failed = [e for e in run.custom if e.get("type") in ("node_error", "error")]
-        assert not failed, f"the run failed: {failed}\n{server.log_tail()}"
+        assert not run.failures(), f"{run.failures()}\n{server.log_tail()}"
         assert run.values.get("answer") == ANSWER, sorted(run.values)
 
         state = await client.threads.get_state(thread_id)
         history = await client.threads.get_history(thread_id, limit=100)
         stored_thread = await client.threads.get(thread_id)
+        stored_run = await client.runs.get(thread_id, run.run_id)
     finally:
         await client.aclose()
 
+    # The request as the server keeps it: not ours to filter (see the docstring).
+    request_copy = stored_run["kwargs"].pop("context")
+    assert request_copy.get("openai_api_key") == SECRET, "the run record changed shape"
     assert history, "no checkpoints were kept"
-    leaks = {
-        "stream events": _where(run.custom, SECRET),
-        "streamed values": _where([d for e, d in run.parts if e.startswith("values")], SECRET),
-        "threads.get_state": _where(state, SECRET),
-        "threads.get_history": _where(history, SECRET),
-        "threads.get": _where(stored_thread, SECRET),
-        "server log": [line for line in _tail(server.log, 100_000).splitlines()
-                       if SECRET in line],
-        "SCHOLARFLOW_HOME": [str(p) for p in server.home.rglob("*")
-                             if p.is_file() and SECRET.encode() in p.read_bytes()],
-    }
-    leaks = {where: paths for where, paths in leaks.items() if paths}
-    assert not leaks, f"the API key from the run context was stored: {json.dumps(leaks)[:2000]}"
+    llm_calls = (await fake_stats(fake))["requests"]
+    for secret in (SECRET, SEARCH_SECRET):
+        leaks = {
+            "stream events": where(run.custom, secret),
+            "streamed values": where([d for e, d in run.parts if e.startswith("values")],
+                                     secret),
+            "stream metadata": where([d for e, d in run.parts if e == "metadata"], secret),
+            "threads.get_state": where(state, secret),
+            "threads.get_history": where(history, secret),
+            "threads.get": where(stored_thread, secret),
+            "runs.get (config, metadata)": where(stored_run, secret),
+            "server log": [line for line in tail(server.log, 100_000).splitlines()
+                           if secret in line],
+            "SCHOLARFLOW_HOME": files_containing(server.home, secret),
+            "requests to the model": where(llm_calls, secret),
+        }
+        leaks = {place: paths for place, paths in leaks.items() if paths}
+        assert not leaks, f"a key from the run context was stored: {json.dumps(leaks)[:2000]}"
+
+
+# --- load --------------------------------------------------------------------------------------
+
+LOAD_RUNS = 20
+LOAD_CAP = 4
+LOAD_LATENCY = 0.3
+
+
+async def test_twenty_concurrent_runs_share_one_llm_limit(server: Server, fake: Fake) -> None:
+    """20 runs at once through the server all finish; LLM calls in flight never pass the cap.
+
+    The limiter is process-wide in the server; the scripted model, in its own
+    process, counts the calls in flight across all runs.
+    """
+    await script(fake, latency=LOAD_LATENCY, rules=[{"match": INTENT_RULE, "reply": INTENT_QA}])
+    threads = [await new_thread(server) for _ in range(LOAD_RUNS)]
+    questions = [f"Which attention pattern does run {i} find?" for i in range(LOAD_RUNS)]
+
+    started = time.perf_counter()
+    runs: list[Run] = await asyncio.gather(*(
+        stream(server, thread, input={"query": q, "content": _paper()},
+               context={"max_concurrent_llm_calls": LOAD_CAP})
+        for thread, q in zip(threads, questions, strict=True)
+    ))
+    elapsed = time.perf_counter() - started
+    stats = await fake_stats(fake)
+
+    failed = {i: r.failures() for i, r in enumerate(runs) if r.failures()}
+    assert not failed, f"{failed}\n{server.log_tail()}"
+    for question, run in zip(questions, runs, strict=True):
+        finals = [e for e in run.custom if e["type"] == "final_answer"]
+        assert len(finals) == 1, run.types()
+        # The echo model answers with the run's own question: no run got another's reply.
+        assert finals[0]["answer"] == f"ok: {question}", finals[0]["answer"]
+    assert stats["chat_calls"] == 2 * LOAD_RUNS  # intent + answer per run
+    assert stats["in_flight"] == 0
+    assert stats["max_in_flight"] == LOAD_CAP, stats["max_in_flight"]
+    ideal = stats["chat_calls"] * LOAD_LATENCY / LOAD_CAP
+    print(f"\n{LOAD_RUNS} runs, cap {LOAD_CAP}: {elapsed:.2f}s, ideal {ideal:.2f}s "
+          f"({elapsed / ideal:.2f}x), max in flight {stats['max_in_flight']}")

@@ -1,4 +1,5 @@
-"""The SQLite session store: lifecycle, ordering, statistics, concurrency, compression."""
+"""The session store contract on both backends (SQLite and PostgreSQL): lifecycle, ordering,
+statistics, concurrency, compression; then what is particular to SQLite."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from scholarflow.errors import InputError
 from scholarflow.sessions import (
     CompressionConflictError,
     MessageType,
+    PostgresSessionStore,
     SessionNotFoundError,
     SessionStore,
     SqliteSessionStore,
@@ -28,14 +30,46 @@ USER = MessageType.USER
 ASSISTANT = MessageType.ASSISTANT
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def new_store(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], SessionStore]:
+    """Opens a store on this test's database: one SQLite file, or one PostgreSQL schema."""
+    if request.param == "sqlite":
+        path = tmp_path / "db" / "scholarflow.db"  # its folder is created on demand
+        return lambda: SqliteSessionStore(path)
+    url, schema = request.getfixturevalue("postgres_url"), request.getfixturevalue("pg_schema")
+    return lambda: PostgresSessionStore(url, schema=schema)
+
+
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SqliteSessionStore]:
+async def store(new_store: Callable[[], SessionStore]) -> AsyncIterator[SessionStore]:
+    s = new_store()
+    yield s
+    await s.close()
+
+
+@pytest.fixture
+async def sqlite_store(tmp_path: Path) -> AsyncIterator[SqliteSessionStore]:
     s = SqliteSessionStore(tmp_path / "scholarflow.db")
     yield s
     await s.close()
 
 
-async def test_create_and_get(store: SqliteSessionStore) -> None:
+async def _stored_message_rows(store: SessionStore) -> int:
+    """Message rows left in the database, read behind the store's back."""
+    if isinstance(store, SqliteSessionStore):
+        with sqlite3.connect(store.path) as raw:
+            return int(raw.execute("SELECT COUNT(*) FROM session_messages").fetchone()[0])
+    assert isinstance(store, PostgresSessionStore)
+    async with store.db.connection() as conn:
+        cur = await conn.execute(
+            f"SELECT COUNT(*) FROM {store.db.table('scholarflow_messages')}"
+        )
+        row = await cur.fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+async def test_create_and_get(store: SessionStore) -> None:
     info = await store.create()
     assert len(info.session_id) == 32
     int(info.session_id, 16)  # uuid4 hex
@@ -46,7 +80,7 @@ async def test_create_and_get(store: SqliteSessionStore) -> None:
     assert isinstance(store, SessionStore)
 
 
-async def test_create_with_id_is_idempotent(store: SqliteSessionStore) -> None:
+async def test_create_with_id_is_idempotent(store: SessionStore) -> None:
     first = await store.create("abc")
     await store.add_message("abc", USER, "hello")
     again = await store.create("abc")
@@ -56,28 +90,28 @@ async def test_create_with_id_is_idempotent(store: SqliteSessionStore) -> None:
 
 
 @pytest.mark.parametrize("bad", ["", "   ", "x" * 201])
-async def test_create_rejects_bad_ids(store: SqliteSessionStore, bad: str) -> None:
+async def test_create_rejects_bad_ids(store: SessionStore, bad: str) -> None:
     with pytest.raises(ValueError):
         await store.create(bad)
 
 
-async def test_get_and_delete_unknown(store: SqliteSessionStore) -> None:
+async def test_get_and_delete_unknown(store: SessionStore) -> None:
     assert await store.get("nope") is None
     assert await store.delete("nope") is False
 
 
-async def test_list_newest_updated_first(store: SqliteSessionStore) -> None:
+async def test_list_newest_updated_first(store: SessionStore) -> None:
     for sid in ("a", "b", "c"):
         await store.create(sid)
     await store.add_message("a", USER, "bump a")
     assert [s.session_id for s in await store.list()] == ["a", "c", "b"]
 
 
-async def test_list_empty(store: SqliteSessionStore) -> None:
+async def test_list_empty(store: SessionStore) -> None:
     assert await store.list() == []
 
 
-async def test_delete_removes_session_and_messages(store: SqliteSessionStore) -> None:
+async def test_delete_removes_session_and_messages(store: SessionStore) -> None:
     await store.create("gone")
     await store.add_message("gone", USER, "q")
     await store.add_message("gone", ASSISTANT, "a")
@@ -87,11 +121,10 @@ async def test_delete_removes_session_and_messages(store: SqliteSessionStore) ->
         await store.messages("gone")
     await store.create("gone")
     assert await store.messages("gone") == []
-    with sqlite3.connect(store.path) as raw:
-        assert raw.execute("SELECT COUNT(*) FROM session_messages").fetchone()[0] == 0
+    assert await _stored_message_rows(store) == 0
 
 
-async def test_messages_in_order_with_fields(store: SqliteSessionStore) -> None:
+async def test_messages_in_order_with_fields(store: SessionStore) -> None:
     info = await store.create()
     sid = info.session_id
     added = [
@@ -108,7 +141,7 @@ async def test_messages_in_order_with_fields(store: SqliteSessionStore) -> None:
     assert [m.created_at for m in got] == sorted(m.created_at for m in got)
 
 
-async def test_statistics(store: SqliteSessionStore) -> None:
+async def test_statistics(store: SessionStore) -> None:
     info = await store.create()
     sid = info.session_id
     long_question = "Summarise\nthe   paper " + "about transformers " * 10
@@ -126,7 +159,7 @@ async def test_statistics(store: SqliteSessionStore) -> None:
     assert "\n" not in after.title
 
 
-async def test_title_comes_from_the_first_user_message(store: SqliteSessionStore) -> None:
+async def test_title_comes_from_the_first_user_message(store: SessionStore) -> None:
     await store.create("t")
     await store.add_message("t", ASSISTANT, "Welcome!")
     await store.add_message("t", USER, "first question")
@@ -135,13 +168,13 @@ async def test_title_comes_from_the_first_user_message(store: SqliteSessionStore
     assert info is not None and info.title == "first question"
 
 
-async def test_add_message_rejects_compression(store: SqliteSessionStore) -> None:
+async def test_add_message_rejects_compression(store: SessionStore) -> None:
     await store.create("s")
     with pytest.raises(ValueError):
         await store.add_message("s", MessageType.COMPRESSION, "summary")
 
 
-async def test_fifty_concurrent_adds_lose_nothing(store: SqliteSessionStore) -> None:
+async def test_fifty_concurrent_adds_lose_nothing(store: SessionStore) -> None:
     sid = (await store.create()).session_id
     contents = [f"message number {i}" for i in range(50)]
     added = await asyncio.gather(
@@ -159,10 +192,11 @@ async def test_fifty_concurrent_adds_lose_nothing(store: SqliteSessionStore) -> 
     assert info.total_token_count == sum(m.token_count for m in stored)
 
 
-async def test_two_stores_on_one_file_lose_nothing(tmp_path: Path) -> None:
-    # Like two processes: two connections to one WAL file, writing at once.
-    path = tmp_path / "shared.db"
-    a, b = SqliteSessionStore(path), SqliteSessionStore(path)
+async def test_two_stores_on_one_database_lose_nothing(
+    new_store: Callable[[], SessionStore],
+) -> None:
+    # Like two processes: two connections to one database, writing at once.
+    a, b = new_store(), new_store()
     try:
         await a.create("s")
         await asyncio.gather(
@@ -188,7 +222,7 @@ async def test_two_stores_on_one_file_lose_nothing(tmp_path: Path) -> None:
     ids=["add_message", "messages", "messages_active", "compress"],
 )
 async def test_unknown_session_errors(
-    store: SqliteSessionStore, call: Callable[[SqliteSessionStore], Awaitable[Any]]
+    store: SessionStore, call: Callable[[SessionStore], Awaitable[Any]]
 ) -> None:
     with pytest.raises(SessionNotFoundError) as info:
         await call(store)
@@ -198,7 +232,7 @@ async def test_unknown_session_errors(
     assert str(err) == "no session 'missing'; see `scholarflow sessions list`"
 
 
-async def _conversation(store: SqliteSessionStore, sid: str, rounds: int) -> list[int]:
+async def _conversation(store: SessionStore, sid: str, rounds: int) -> list[int]:
     ids = []
     for i in range(rounds):
         ids.append((await store.add_message(sid, USER, f"question {i}")).id)
@@ -207,7 +241,7 @@ async def _conversation(store: SqliteSessionStore, sid: str, rounds: int) -> lis
 
 
 async def test_compress_places_summary_before_the_kept_messages(
-    store: SqliteSessionStore,
+    store: SessionStore,
 ) -> None:
     sid = (await store.create()).session_id
     ids = await _conversation(store, sid, 3)
@@ -230,7 +264,7 @@ async def test_compress_places_summary_before_the_kept_messages(
     assert info.updated_at >= before.updated_at
 
 
-async def test_new_messages_follow_the_summary(store: SqliteSessionStore) -> None:
+async def test_new_messages_follow_the_summary(store: SessionStore) -> None:
     sid = (await store.create()).session_id
     ids = await _conversation(store, sid, 2)
     summary = await store.compress(sid, ids[:2], "s")
@@ -239,7 +273,7 @@ async def test_new_messages_follow_the_summary(store: SqliteSessionStore) -> Non
     assert [m.id for m in active] == [summary.id, ids[2], ids[3], later.id]
 
 
-async def test_compress_everything(store: SqliteSessionStore) -> None:
+async def test_compress_everything(store: SessionStore) -> None:
     sid = (await store.create()).session_id
     ids = await _conversation(store, sid, 1)
     summary = await store.compress(sid, ids, "all of it")
@@ -247,7 +281,7 @@ async def test_compress_everything(store: SqliteSessionStore) -> None:
     assert (await store.messages(sid))[-1].id == summary.id
 
 
-async def test_compress_rejects_bad_input_and_changes_nothing(store: SqliteSessionStore) -> None:
+async def test_compress_rejects_bad_input_and_changes_nothing(store: SessionStore) -> None:
     sid = (await store.create()).session_id
     other = (await store.create()).session_id
     ids = await _conversation(store, sid, 2)
@@ -266,26 +300,30 @@ async def test_compress_rejects_bad_input_and_changes_nothing(store: SqliteSessi
     assert (await store.messages(sid), await store.get(sid)) == before
 
 
-async def test_data_survives_reopening(tmp_path: Path) -> None:
-    path = tmp_path / "db" / "scholarflow.db"  # parent folder created on demand
-    first = SqliteSessionStore(path)
+async def test_data_survives_reopening(new_store: Callable[[], SessionStore]) -> None:
+    first = new_store()
     sid = (await first.create()).session_id
     await first.add_message(sid, USER, "kept")
     await first.close()
     await first.close()  # closing twice is harmless
     assert [m.content for m in await first.messages(sid)] == ["kept"]  # reopens lazily
     await first.close()
-    async with SqliteSessionStore(path) as second:
-        assert [m.content for m in await second.messages(sid)] == ["kept"]
+    second = new_store()
+    assert [m.content for m in await second.messages(sid)] == ["kept"]
+    await second.close()
 
 
-async def test_uses_wal(store: SqliteSessionStore) -> None:
+async def test_uses_wal(sqlite_store: SessionStore) -> None:
+    store = sqlite_store
     await store.create()
     with sqlite3.connect(store.path) as raw:
         assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
-async def test_a_waiting_call_does_not_block_the_event_loop(store: SqliteSessionStore) -> None:
+async def test_a_waiting_call_does_not_block_the_event_loop(
+    sqlite_store: SessionStore,
+) -> None:
+    store = sqlite_store
     sid = (await store.create()).session_id
     locked, release = threading.Event(), threading.Event()
 
@@ -315,7 +353,8 @@ async def test_a_waiting_call_does_not_block_the_event_loop(store: SqliteSession
     assert len(await store.messages(sid)) == 1
 
 
-async def test_every_call_runs_in_a_worker_thread(store: SqliteSessionStore) -> None:
+async def test_every_call_runs_in_a_worker_thread(sqlite_store: SessionStore) -> None:
+    store = sqlite_store
     loop_thread = threading.get_ident()
     db_threads: list[int] = []
 

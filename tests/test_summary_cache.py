@@ -1,17 +1,19 @@
-"""The document-summary cache (seed 004 §6.4): keys, hits, misses, expiry, overwrite."""
+"""The document-summary cache (seed 004 §6.4): keys, hits, misses, expiry, overwrite,
+on SQLite and on PostgreSQL (Redis: test_redis_cache.py)."""
 
 from __future__ import annotations
 
 import hashlib
 import sqlite3
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
 
 from scholarflow.sessions import (
     DEFAULT_TTL_SECONDS,
+    PostgresSummaryCache,
     SqliteSessionStore,
     SqliteSummaryCache,
     SummaryCache,
@@ -34,11 +36,37 @@ def clock() -> Clock:
     return Clock()
 
 
+Cache = SqliteSummaryCache | PostgresSummaryCache
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def new_cache(request: pytest.FixtureRequest, tmp_path: Path, clock: Clock) -> Callable[[], Cache]:
+    """Opens a cache on this test's database: one SQLite file, or one PostgreSQL schema."""
+    if request.param == "sqlite":
+        return lambda: SqliteSummaryCache(tmp_path / "scholarflow.db", clock=clock)
+    url, schema = request.getfixturevalue("postgres_url"), request.getfixturevalue("pg_schema")
+    return lambda: PostgresSummaryCache(url, schema=schema, clock=clock)
+
+
 @pytest.fixture
-async def cache(tmp_path: Path, clock: Clock) -> AsyncIterator[SqliteSummaryCache]:
-    c = SqliteSummaryCache(tmp_path / "scholarflow.db", clock=clock)
+async def cache(new_cache: Callable[[], Cache]) -> AsyncIterator[Cache]:
+    c = new_cache()
     yield c
     await c.close()
+
+
+async def _rows(cache: Cache) -> int:
+    """Rows in the cache table, expired ones included, read behind the cache's back."""
+    if isinstance(cache, SqliteSummaryCache):
+        with sqlite3.connect(cache.path) as raw:
+            return int(raw.execute("SELECT COUNT(*) FROM summary_cache").fetchone()[0])
+    async with cache.db.connection() as conn:
+        cur = await conn.execute(
+            f"SELECT COUNT(*) FROM {cache.db.table('scholarflow_summary_cache')}"
+        )
+        row = await cur.fetchone()
+    assert row is not None
+    return int(row[0])
 
 
 def test_key_format() -> None:
@@ -57,7 +85,7 @@ def test_content_hash() -> None:
     assert content_hash("a") != content_hash("a ")
 
 
-async def test_miss_and_hit(cache: SqliteSummaryCache) -> None:
+async def test_miss_and_hit(cache: Cache) -> None:
     assert isinstance(cache, SummaryCache)
     assert await cache.get_many([]) == {}
     assert await cache.get_many(["doc_summary:x:1"]) == {}
@@ -70,14 +98,14 @@ async def test_miss_and_hit(cache: SqliteSummaryCache) -> None:
     }
 
 
-async def test_overwrite(cache: SqliteSummaryCache, clock: Clock) -> None:
+async def test_overwrite(cache: Cache, clock: Clock) -> None:
     await cache.set("k", "old", ttl_seconds=10)
     await cache.set("k", "new", ttl_seconds=100)
     clock.now += 50  # past the old ttl: the overwrite also renewed it
     assert await cache.get_many(["k"]) == {"k": "new"}
 
 
-async def test_expiry(cache: SqliteSummaryCache, clock: Clock) -> None:
+async def test_expiry(cache: Cache, clock: Clock) -> None:
     await cache.set("short", "v", ttl_seconds=10)
     await cache.set("default", "v")
     clock.now += 9
@@ -89,35 +117,32 @@ async def test_expiry(cache: SqliteSummaryCache, clock: Clock) -> None:
     assert DEFAULT_TTL_SECONDS == 7 * 24 * 3600
 
 
-async def test_expired_rows_are_purged(cache: SqliteSummaryCache, clock: Clock) -> None:
+async def test_expired_rows_are_purged(
+    cache: Cache, new_cache: Callable[[], Cache], clock: Clock
+) -> None:
     await cache.set("a", "v", ttl_seconds=5)
     await cache.set("b", "v", ttl_seconds=5)
     await cache.set("c", "v", ttl_seconds=500)
     clock.now += 10
     assert await cache.purge_expired() == 2
-
-    def rows() -> int:
-        with sqlite3.connect(cache.path) as raw:
-            return int(raw.execute("SELECT COUNT(*) FROM summary_cache").fetchone()[0])
-
-    assert rows() == 1
+    assert await _rows(cache) == 1
     # A fresh cache purges on its first write.
-    fresh = SqliteSummaryCache(cache.path, clock=clock)
+    fresh = new_cache()
     await fresh.set("d", "v", ttl_seconds=5)
     clock.now += 10
     await fresh.close()
-    again = SqliteSummaryCache(cache.path, clock=clock)
+    again = new_cache()
     await again.set("e", "v")
     await again.close()
-    assert rows() == 2  # c and e; d expired and went
+    assert await _rows(cache) == 2  # c and e; d expired and went
 
 
-async def test_rejects_non_positive_ttl(cache: SqliteSummaryCache) -> None:
+async def test_rejects_non_positive_ttl(cache: Cache) -> None:
     with pytest.raises(ValueError):
         await cache.set("k", "v", ttl_seconds=0)
 
 
-async def test_many_keys(cache: SqliteSummaryCache) -> None:
+async def test_many_keys(cache: Cache) -> None:
     keys = [summary_cache_key(f"doc{i}", content_hash(str(i))) for i in range(1200)]
     for key in keys[::2]:
         await cache.set(key, key.upper())
@@ -137,7 +162,8 @@ async def test_shares_the_file_with_the_session_store(tmp_path: Path) -> None:
         assert await reopened.get_many(["k"]) == {"k": "v"}
 
 
-async def test_runs_off_the_event_loop(cache: SqliteSummaryCache) -> None:
+async def test_runs_off_the_event_loop(tmp_path: Path) -> None:
+    cache = SqliteSummaryCache(tmp_path / "scholarflow.db")
     loop_thread = threading.get_ident()
     seen: list[int] = []
     await cache.set("k", "v")
@@ -145,6 +171,7 @@ async def test_runs_off_the_event_loop(cache: SqliteSummaryCache) -> None:
         threading.get_ident())))
     await cache.set("k", "w")
     await cache.get_many(["k"])
+    await cache.close()
     assert seen and loop_thread not in seen
 
 

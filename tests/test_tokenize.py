@@ -2,7 +2,24 @@
 
 from __future__ import annotations
 
-from scholarflow.tools.index.tokenize import has_words, query_terms, stem, tokenize
+import random
+import re
+import unicodedata
+from pathlib import Path
+
+from scholarflow.tools.index.tokenize import (
+    _CJK,
+    MAX_WORD_CHARS,
+    NFKC_SAFE,
+    STOPWORDS,
+    has_words,
+    query_terms,
+    stem,
+    terms_text,
+    tokenize,
+)
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "papers"
 
 
 def test_english_words_are_lowercased_stemmed_and_stopwords_dropped() -> None:
@@ -59,3 +76,65 @@ def test_very_long_words_do_not_reach_the_vocabulary() -> None:
     url = "https://example.org/" + "x" * 100
     assert url.lower() not in tokenize(url)
     assert "example" in tokenize(url)
+
+
+# --- the fast path gives exactly the terms of the plain definition -------------------
+
+_REFERENCE_TOKEN = re.compile(
+    rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W_{_CJK}]+(?:[-_.+/][^\W_{_CJK}]+)*)"
+)
+
+
+def _reference(text: str) -> list[str]:
+    """The tokenizer as first written: NFKC, one regex match at a time, a string per term."""
+    text = unicodedata.normalize("NFKC", text).lower()
+    out: list[str] = []
+    for match in _REFERENCE_TOKEN.finditer(text):
+        run = match.group("cjk")
+        if run is not None:
+            out.extend(run)
+            out.extend(run[i:i + 2] for i in range(len(run) - 1))
+            continue
+        word = match.group()
+        parts = re.split(r"[-_.+/]", word)
+        if len(parts) > 1 and len(word) <= MAX_WORD_CHARS:
+            out.append(word)
+        out.extend(stem(p) for p in parts if p not in STOPWORDS and len(p) <= MAX_WORD_CHARS)
+    return out
+
+
+def _samples() -> list[str]:
+    texts = [p.read_text(encoding="utf-8") for p in sorted(EXAMPLES.glob("*.md"))]
+    texts += [line for text in texts for line in text.splitlines()]
+    rng = random.Random(5)
+    alphabet = (
+        [chr(c) for c in range(0x20, 0x2100, 7)]
+        + list("注意力机制的检索ＢＥＲＴ３－．／＋＿，。（）「」…ﬁ①²ªİｶﾞかな")
+        + ["\u0301", "\u3099", "\u309b", "\uf900"]
+        + list("abc-_.+/ 12\n\t") * 20
+    )
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 120)))
+              for _ in range(3000)]
+    return texts
+
+
+def test_terms_equal_the_reference_tokenizer() -> None:
+    for text in _samples() * 2:  # twice: the second pass is served from the piece cache
+        expected = _reference(text)
+        assert tokenize(text) == expected, text[:80]
+        assert terms_text(text) == " ".join(expected)
+
+
+def test_text_skipping_nfkc_could_not_have_been_changed_by_it() -> None:
+    # Every character NFKC_SAFE lets through unnormalised is a stable starter, or
+    # becomes ASCII that is neither a word character nor a joiner (a separator either way).
+    safe = re.compile(f"[{NFKC_SAFE}]")
+    for code in range(0x110000):
+        char = chr(code)
+        if not safe.match(char):
+            continue
+        folded = unicodedata.normalize("NFKC", char)
+        assert unicodedata.combining(char) == 0, hex(code)
+        assert folded == char or (
+            folded.isascii() and not any(c.isalnum() or c in "-_.+/" for c in folded)
+        ), hex(code)

@@ -13,12 +13,15 @@ span are then two bisects. Encoding each piece separately was ~3x slower.
 from __future__ import annotations
 
 import re
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import accumulate, pairwise
-from typing import TYPE_CHECKING
+from itertools import pairwise
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
 
 from scholarflow.tokens import encoding
 from scholarflow.tools.kb import Chunk
@@ -103,21 +106,23 @@ def chunk_text(
     packer.flush()
 
     page_starts = [start for _, start in pages]
-    chunks: list[Chunk] = []
+    bodies: list[tuple[int, int, str, Path]] = []
     for start, end, path in packer.spans:
         raw = text[start:end]
         body = raw.strip()
-        if not body:
-            continue
-        start += len(raw) - len(raw.lstrip())
+        if body:
+            start += len(raw) - len(raw.lstrip())
+            bodies.append((start, start + len(body), body, path))
+    counts = tokens.counts([(start, end) for start, end, _, _ in bodies])
+    chunks: list[Chunk] = []
+    for (start, _, body, path), count in zip(bodies, counts, strict=True):
         page = None
         if pages:
             index = bisect_right(page_starts, start) - 1
             page = pages[max(index, 0)][0]
         n = len(chunks)
         chunks.append(Chunk(
-            chunk_id=f"{doc_id}:{n:05d}", doc_id=doc_id, n=n, text=body,
-            tokens=tokens.count(start, start + len(body)),
+            chunk_id=f"{doc_id}:{n:05d}", doc_id=doc_id, n=n, text=body, tokens=count,
             heading=_heading_text(path), page=page,
         ))
     return ChunkedDocument(tuple(chunks), tokens.total)
@@ -149,7 +154,7 @@ def plain_heading_level(line: str) -> int | None:
 
 
 @lru_cache(maxsize=1)
-def _chars_starting_in_token() -> list[int]:
+def _chars_starting_in_token() -> npt.NDArray[np.int64]:
     """For each token id: how many characters start in its bytes (UTF-8 lead bytes)."""
     enc = encoding()
     special = {enc.encode_single_token(name) for name in enc.special_tokens_set}
@@ -165,7 +170,7 @@ def _chars_starting_in_token() -> list[int]:
             datas = [_token_bytes(token) for token in batch]
         for token, data in zip(batch, datas, strict=True):
             table[token] = len(data.translate(None, _CONTINUATION_BYTES))
-    return table
+    return np.array(table, np.int64)
 
 
 def _token_bytes(token: int) -> bytes:
@@ -176,22 +181,33 @@ def _token_bytes(token: int) -> bytes:
 
 
 class _TokenIndex:
-    """Character offset of every token's start; the tokens of a span by bisecting."""
+    """Character offset of every token's start; the tokens of a span by binary search."""
 
     def __init__(self, text: str) -> None:
-        ids = encoding().encode_ordinary(text)
+        # Special-token text ("<|endoftext|>") is ordinary text here, as in count_tokens.
+        ids = encoding().encode_to_numpy(text, disallowed_special=())
         self.total = len(ids)
-        table = _chars_starting_in_token()
+        chars = _chars_starting_in_token()[ids]
         # starts[k] is where token k starts; the last entry is len(text), a sentinel.
-        self.starts = list(accumulate(map(table.__getitem__, ids), initial=0))
+        # numpy: ~3x cheaper than accumulating a Python list, token by token.
+        self.starts = np.zeros(len(ids) + 1, np.int64)
+        np.cumsum(chars, out=self.starts[1:])
 
     def count(self, start: int, end: int) -> int:
-        return bisect_left(self.starts, end) - bisect_left(self.starts, start)
+        first, last = self.starts.searchsorted((start, end))
+        return int(last - first)
+
+    def counts(self, spans: Sequence[tuple[int, int]]) -> list[int]:
+        """`count` of many (start, end) spans in one call."""
+        if not spans:
+            return []
+        found = self.starts.searchsorted(np.array(spans, np.int64))
+        return (found[:, 1] - found[:, 0]).tolist()  # type: ignore[no-any-return]
 
     def cuts(self, start: int, end: int, size: int) -> list[int]:
         """Offsets that cut [start, end) into spans of `size` tokens."""
-        first, last = bisect_left(self.starts, start), bisect_left(self.starts, end)
-        return [self.starts[k] for k in range(first + size, last, size)]
+        first, last = self.starts.searchsorted((start, end))
+        return self.starts[first + size:last:size].tolist()  # type: ignore[no-any-return]
 
 
 # --- structure ------------------------------------------------------------------
@@ -199,8 +215,7 @@ class _TokenIndex:
 Path = tuple[tuple[int, str], ...]  # (level, title) from the outermost heading in
 
 
-@dataclass(frozen=True, slots=True)
-class _Block:
+class _Block(NamedTuple):  # a tuple: much cheaper to make than a frozen dataclass
     start: int
     end: int
     path: Path  # the headings this block is under (a heading: the path it opens)
@@ -273,8 +288,15 @@ def _drop_title(text: str, blocks: list[_Block]) -> list[_Block]:
     if sum(1 for b in headings if b.heading_level == 1) != 1:
         return blocks
     title = headings[0].path[0]
-    return [_Block(b.start, b.end, tuple(e for e in b.path if e is not title), b.heading_level)
-            for b in blocks]
+    # Blocks under one heading share its path object: each distinct path is rebuilt once.
+    paths: dict[int, Path] = {}
+    out = []
+    for b in blocks:
+        path = paths.get(id(b.path))
+        if path is None:
+            path = paths[id(b.path)] = tuple(e for e in b.path if e is not title)
+        out.append(_Block(b.start, b.end, path, b.heading_level))
+    return out
 
 
 def _heading_text(path: Path) -> str | None:

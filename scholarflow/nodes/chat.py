@@ -2,23 +2,21 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from langgraph.runtime import Runtime
 
 from scholarflow import llm
 from scholarflow.context import Context, first_attempt, get_context
-from scholarflow.errors import ScholarflowError
 from scholarflow.events import Thinking, emit, node_complete
-from scholarflow.language import answer_language
+from scholarflow.language import answer_language, is_chinese
+from scholarflow.nodes.chat_web import WebMaterial, search_for_chat
+from scholarflow.nodes.citations import CitationFilter
 from scholarflow.nodes.common import history_messages
 from scholarflow.prompts import SIMPLE_INTERACTION_PROMPT
 from scholarflow.state import State
 from scholarflow.tokens import count_message_tokens
-from scholarflow.tools.web_search import web_search
 
-logger = logging.getLogger(__name__)
 NODE = "simple_interaction"
 
 
@@ -26,28 +24,47 @@ async def simple_interaction(state: State, runtime: Runtime[Context]) -> dict[st
     ctx = get_context(runtime)
     query = state["query"]
     thinking = Thinking(ctx.show_thinking, NODE)
-    extra = ""
+    web: WebMaterial | None = None
+    citations: CitationFilter | None = None
     if state.get("enable_web_search"):
-        try:
-            results = await web_search(ctx, query)
-            extra = "\n\nWeb results (untrusted):\n" + "\n".join(
-                f"- {r.title} ({r.url}): {r.content}" for r in results
-            )
-        except ScholarflowError as exc:
-            logger.info("web search skipped: %s", exc)
-            thinking.say(f"Web search skipped: {exc}.")
-            extra = (f"\n\nThe user asked for a web search, but it failed ({exc}); "
-                     "say so in one short sentence, then answer without it.")
-    system = SIMPLE_INTERACTION_PROMPT.format(extra=extra, language=answer_language(query))
+        web = await search_for_chat(ctx, query, thinking)
+        if web.results:
+            citations = CitationFilter(range(1, len(web.results) + 1))
+    system = SIMPLE_INTERACTION_PROMPT.format(extra=web.prompt if web else "",
+                                              language=answer_language(query))
     room = (ctx.max_context_tokens - ctx.reserved_answer_tokens
             - count_message_tokens([system, query]))
     prompt = [("system", system), *history_messages(state, "chat", room), ("user", query)]
     if first_attempt(runtime):  # a retry must not close the thinking block again
         thinking.end()
-    result = await llm.stream(
-        ctx, prompt, node=NODE,
-        on_text=lambda text: emit("answer_chunk", content=text),
-        on_reasoning=thinking.stream,
-    )
-    node_complete(NODE)
-    return {"answer": result.text, "usage": [result.usage]}
+    sent: list[str] = []
+
+    def send(text: str) -> None:
+        if citations is not None:  # drop [n] that name no result
+            text = citations.feed(text)
+        if text:
+            sent.append(text)
+            emit("answer_chunk", content=text)
+
+    result = await llm.stream(ctx, prompt, node=NODE, on_text=send,
+                              on_reasoning=thinking.stream)
+    update: dict[str, Any] = {"usage": [result.usage]}
+    if citations is not None:
+        send_raw(sent, citations.flush())
+    if web is not None:
+        cited = citations.cited if citations is not None else []
+        # After the answer, not before: a retried call would otherwise repeat it.
+        send_raw(sent, web.closing_note(cited, is_chinese(query)))
+        update["web_sources"] = web.sources(cited)
+    if web is None:
+        node_complete(NODE)
+    else:
+        node_complete(NODE, web_results=len(web.results))
+    return {**update, "answer": "".join(sent)}
+
+
+def send_raw(sent: list[str], text: str) -> None:
+    """Send text of our own (no citation filter) as part of the answer."""
+    if text:
+        sent.append(text)
+        emit("answer_chunk", content=text)

@@ -10,6 +10,7 @@ from langgraph.types import Command
 
 from scholarflow.errors import ScholarflowError
 from scholarflow.events import emit
+from scholarflow.nodes.request import fresh_run, request_inputs_cleared
 from scholarflow.state import State
 
 logger = logging.getLogger(__name__)
@@ -34,6 +35,8 @@ async def handle_node_error(
     if error.node == "session_save":
         emit("error", message=message, session_id=state.get("session_id"))
         end: Literal["__end__"] = "__end__"  # END, typed for the router's Literal
-        return Command(update={"error": message}, goto=end)
+        return Command(update={"error": message, **request_inputs_cleared()}, goto=end)
+    # A run that failed in request_init never reset what the thread's last run left.
+    reset = fresh_run() if error.node == "request_init" else {}
     target: Literal["session_save"] = "session_save"
-    return Command(update={"error": message, "answer": ""}, goto=target)
+    return Command(update={**reset, "error": message, "answer": ""}, goto=target)

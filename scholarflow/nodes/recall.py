@@ -12,11 +12,12 @@ import json
 import logging
 import operator
 import re
-from typing import Annotated, Any, NotRequired, TypedDict
+from typing import Annotated, Any, NotRequired
 
 from langgraph.errors import NodeError
 from langgraph.runtime import Runtime
 from langgraph.types import Send
+from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12 (Studio schemas)
 
 from scholarflow import llm
 from scholarflow.context import Context, get_context

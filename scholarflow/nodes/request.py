@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from langgraph.runtime import Runtime
+from langgraph.types import Overwrite
 
 from scholarflow.context import Context, get_context
 from scholarflow.documents import Document, document_from_text, documents_from_mapping
@@ -16,6 +17,36 @@ from scholarflow.state import DocumentInfo, HistoryMessage, State
 from scholarflow.tokens import available_tokens, count_tokens
 from scholarflow.tools.kb import DocumentNotFoundError
 from scholarflow.tools.recall import DEFAULT_KB, open_kb
+
+
+def fresh_run() -> dict[str, Any]:
+    """What one run computes, back at its start value.
+
+    A checkpointed thread (one session) keeps its state between runs, so
+    request_init starts every run from this. The reducer fields get
+    `Overwrite`: a plain update would be added to the last run's values.
+    """
+    return {
+        "usage": Overwrite([]),
+        "document_summaries": Overwrite({}),
+        "recalled": Overwrite([]),
+        "completed_steps": Overwrite([]),
+        "documents": [], "history": [], "use_direct_content": False,
+        "detected_intent": None, "intent_confidence": 0.0, "intent_decided_by": None,
+        "intent_reason": "", "strategy": None,
+        "sub_questions": [], "plan": [], "execution_rounds": 0,
+        "answer": "", "sources": [], "error": None,
+    }
+
+
+def request_inputs_cleared() -> dict[str, Any]:
+    """The request's optional inputs, emptied when a run ends.
+
+    A later run on the same thread that leaves one out must not inherit the
+    last run's documents or mode. `session_id` stays: the thread is the session.
+    """
+    return {"content": None, "document_contents": {}, "doc_ids": [], "kb": None,
+            "mode_type": None, "enable_web_search": False}
 
 
 def validate_request(state: State) -> str:
@@ -113,6 +144,7 @@ async def request_init(state: State, runtime: Runtime[Context]) -> dict[str, Any
     )
     node_complete("request_init", session_id=session_id, documents=len(infos))
     return {
+        **fresh_run(),
         "query": query,
         "session_id": session_id,
         "documents": infos,
@@ -122,7 +154,6 @@ async def request_init(state: State, runtime: Runtime[Context]) -> dict[str, Any
         "query_tokens": query_tokens,
         "available_tokens": budget,
         "use_direct_content": direct,
-        "error": None,
     }
 
 

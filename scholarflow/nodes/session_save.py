@@ -17,6 +17,7 @@ from scholarflow import llm
 from scholarflow.context import Context, get_context
 from scholarflow.errors import ScholarflowError
 from scholarflow.events import Thinking, emit, node_complete
+from scholarflow.nodes.request import request_inputs_cleared
 from scholarflow.prompts import SESSION_COMPRESSION_PROMPT
 from scholarflow.sessions.compression import maybe_compress
 from scholarflow.sessions.models import Message, MessageType
@@ -67,4 +68,5 @@ async def session_save(state: State, runtime: Runtime[Context]) -> dict[str, Any
         emit("final_answer", answer=answer, session_id=session_id,
              intent=state.get("detected_intent"), strategy=state.get("strategy"),
              sources=state.get("sources") or [])
-    return {"usage": usage}
+    # The run is over: a later run on this thread states its own documents and mode.
+    return {"usage": usage, **request_inputs_cleared()}

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import logging
 import operator
-from typing import Annotated, Any, NotRequired, TypedDict
+from typing import Annotated, Any, NotRequired
 
 from langgraph.errors import NodeError
 from langgraph.runtime import Runtime
 from langgraph.types import Send
+from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12 (Studio schemas)
 
 from scholarflow import llm
 from scholarflow.context import Context, get_context

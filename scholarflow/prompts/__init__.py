@@ -12,9 +12,22 @@ from scholarflow.prompts.answer import (
     SINGLE_DOC_SUMMARY_PROMPT,
 )
 from scholarflow.prompts.base import PromptTemplate
-from scholarflow.prompts.chat import SESSION_COMPRESSION_PROMPT, SIMPLE_INTERACTION_PROMPT
+from scholarflow.prompts.chat import (
+    SESSION_COMPRESSION_PROMPT,
+    SIMPLE_INTERACTION_PROMPT,
+    WEB_RESULT_ITEM,
+    WEB_RESULTS_PROMPT,
+    WEB_RESULTS_UNCITED_NOTE,
+    WEB_SEARCH_NOT_DONE_NOTE,
+    WEB_SEARCH_NOT_DONE_PROMPT,
+    WEB_SOURCES_NOTE,
+)
 from scholarflow.prompts.intent import INTENT_RECOGNITION_PROMPT, SUB_QUESTION_GENERATION_PROMPT
-from scholarflow.prompts.recall import CITED_MATERIAL_PROMPT, KEY_CHUNK_QUERIES
+from scholarflow.prompts.recall import (
+    CITED_MATERIAL_PROMPT,
+    KEY_CHUNK_QUERIES,
+    QUERY_TRANSLATION_PROMPT,
+)
 from scholarflow.prompts.summary import DOCUMENT_CONDENSED_SUMMARY_PROMPT
 
 __all__ = [
@@ -27,6 +40,7 @@ __all__ = [
     "MULTI_DOC_SUMMARY_PROMPT",
     "MULTI_DOC_SUMMARY_SYNTHESIS_PROMPT",
     "PAPER_REVIEW_PROMPT",
+    "QUERY_TRANSLATION_PROMPT",
     "REVIEW_GENERATION_FINAL_MERGE_PROMPT",
     "REVIEW_GENERATION_PROMPT",
     "REVIEW_GENERATION_SYNTHESIS_PROMPT",
@@ -34,5 +48,11 @@ __all__ = [
     "SIMPLE_INTERACTION_PROMPT",
     "SINGLE_DOC_SUMMARY_PROMPT",
     "SUB_QUESTION_GENERATION_PROMPT",
+    "WEB_RESULTS_PROMPT",
+    "WEB_RESULTS_UNCITED_NOTE",
+    "WEB_RESULT_ITEM",
+    "WEB_SEARCH_NOT_DONE_NOTE",
+    "WEB_SEARCH_NOT_DONE_PROMPT",
+    "WEB_SOURCES_NOTE",
     "PromptTemplate",
 ]

@@ -13,6 +13,14 @@ or [1][3], right after the claim. Cite only the numbers shown above.""",
     "chunks",
 )
 
+QUERY_TRANSLATION_PROMPT = prompt(
+    "QUERY_TRANSLATION_PROMPT",
+    """Translate the user's search query over scientific papers into {language}. Keep \
+names, acronyms, numbers and formulas as they are. Reply with the translated query only, \
+on one line.""",
+    "language",
+)
+
 KEY_CHUNK_QUERIES = (
     "research question, problem and motivation",
     "proposed method and model architecture",

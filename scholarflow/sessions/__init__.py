@@ -19,6 +19,10 @@ from scholarflow.sessions.history import (
 )
 from scholarflow.sessions.models import Message, MessageType, SessionInfo
 from scholarflow.sessions.paths import database_path, home_dir
+from scholarflow.sessions.postgres import PostgresSessionStore
+from scholarflow.sessions.postgres_cache import PostgresSummaryCache
+from scholarflow.sessions.postgres_db import PostgresDatabase
+from scholarflow.sessions.redis_cache import RedisSummaryCache
 from scholarflow.sessions.sqlite import SqliteSessionStore
 from scholarflow.sessions.store import (
     CompressionConflictError,
@@ -33,6 +37,10 @@ __all__ = [
     "CompressionConflictError",
     "Message",
     "MessageType",
+    "PostgresDatabase",
+    "PostgresSessionStore",
+    "PostgresSummaryCache",
+    "RedisSummaryCache",
     "SessionInfo",
     "SessionNotFoundError",
     "SessionStore",

@@ -1,38 +1,78 @@
 """The process's session store and summary cache, chosen by configuration.
 
-One instance each per data folder, so every run in the process shares the
-same connection. Later backends (PostgreSQL, Redis) plug in here.
+- `SCHOLARFLOW_DATABASE_URL` (postgresql://...): sessions in PostgreSQL.
+- `SCHOLARFLOW_REDIS_URL` (redis://...): the summary cache in Redis.
+- A database URL without a Redis URL: the summary cache in the same
+  PostgreSQL database, so server processes that share sessions share the
+  cache too (a SQLite file would be one cache per machine).
+- Neither: both in the SQLite file under `SCHOLARFLOW_HOME`.
+
+One instance each per configuration, so every run in the process shares the
+same connections; the variables are read at each call, so a changed
+environment (a test, a new server configuration) takes effect.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from scholarflow.sessions.cache import SqliteSummaryCache, SummaryCache
 from scholarflow.sessions.paths import DATABASE_FILENAME, home_path
+from scholarflow.sessions.postgres import PostgresSessionStore
+from scholarflow.sessions.postgres_cache import PostgresSummaryCache
+from scholarflow.sessions.postgres_db import PostgresDatabase
+from scholarflow.sessions.redis_cache import RedisSummaryCache
+from scholarflow.sessions.services import DATABASE_URL_ENV, REDIS_URL_ENV, env_url
 from scholarflow.sessions.sqlite import SqliteSessionStore
 from scholarflow.sessions.store import SessionStore
 
-_stores: dict[Path, SessionStore] = {}
-_caches: dict[Path, SummaryCache] = {}
+_stores: dict[tuple[str, str], SessionStore] = {}
+_caches: dict[tuple[str, str], SummaryCache] = {}
+_databases: dict[str, PostgresDatabase] = {}
 
 
-def _db_path() -> Path:
-    return home_path() / DATABASE_FILENAME
+def _database(url: str) -> PostgresDatabase:
+    # The store and the PostgreSQL cache share one pool.
+    if url not in _databases:
+        _databases[url] = PostgresDatabase(url)
+    return _databases[url]
 
 
 def session_store() -> SessionStore:
-    path = _db_path()
-    if path not in _stores:
-        _stores[path] = SqliteSessionStore(path)
-    return _stores[path]
+    if url := env_url(DATABASE_URL_ENV):
+        key = ("postgresql", url)
+        if key not in _stores:
+            _stores[key] = PostgresSessionStore(_database(url))
+        return _stores[key]
+    path = home_path() / DATABASE_FILENAME
+    key = ("sqlite", str(path))
+    if key not in _stores:
+        _stores[key] = SqliteSessionStore(path)
+    return _stores[key]
 
 
 def summary_cache() -> SummaryCache:
-    path = _db_path()
-    if path not in _caches:
-        _caches[path] = SqliteSummaryCache(path)
-    return _caches[path]
+    if url := env_url(REDIS_URL_ENV):
+        key = ("redis", url)
+        if key not in _caches:
+            _caches[key] = RedisSummaryCache(url)
+        return _caches[key]
+    if url := env_url(DATABASE_URL_ENV):
+        key = ("postgresql", url)
+        if key not in _caches:
+            _caches[key] = PostgresSummaryCache(_database(url))
+        return _caches[key]
+    path = home_path() / DATABASE_FILENAME
+    key = ("sqlite", str(path))
+    if key not in _caches:
+        _caches[key] = SqliteSummaryCache(path)
+    return _caches[key]
+
+
+async def check_backends() -> None:
+    """Reach the configured PostgreSQL and Redis now (creating the tables), so an
+    unreachable one is one clear error before any work starts; SQLite needs no check."""
+    for backend in (session_store(), summary_cache()):
+        if isinstance(backend, PostgresSessionStore | PostgresSummaryCache | RedisSummaryCache):
+            await backend.check()
 
 
 async def close_all() -> None:
@@ -41,3 +81,4 @@ async def close_all() -> None:
         await closable.close()
     _stores.clear()
     _caches.clear()
+    _databases.clear()

@@ -29,13 +29,16 @@ from types import TracebackType
 from typing import Self, TypeVar
 
 from scholarflow.sessions.models import Message, MessageType, SessionInfo, make_title
-from scholarflow.sessions.store import CompressionConflictError, SessionNotFoundError
+from scholarflow.sessions.store import (
+    CompressionConflictError,
+    SessionNotFoundError,
+    check_session_id,
+)
 from scholarflow.tokens import count_message_tokens
 
 T = TypeVar("T")
 
 BUSY_TIMEOUT_MS = 10_000
-MAX_SESSION_ID_CHARS = 200
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -166,14 +169,6 @@ def _session_row(conn: sqlite3.Connection, session_id: str) -> sqlite3.Row:
     return row
 
 
-def _check_session_id(session_id: str) -> str:
-    if not isinstance(session_id, str) or not session_id.strip():
-        raise ValueError("a session id must be a non-empty string")
-    if len(session_id) > MAX_SESSION_ID_CHARS:
-        raise ValueError(f"a session id has at most {MAX_SESSION_ID_CHARS} characters")
-    return session_id
-
-
 class SqliteSessionStore:
     """SessionStore on a SQLite file; it can share the file with SqliteSummaryCache."""
 
@@ -200,7 +195,7 @@ class SqliteSessionStore:
         await self._db.close()
 
     async def create(self, session_id: str | None = None) -> SessionInfo:
-        sid = uuid.uuid4().hex if session_id is None else _check_session_id(session_id)
+        sid = uuid.uuid4().hex if session_id is None else check_session_id(session_id)
 
         def work(conn: sqlite3.Connection) -> SessionInfo:
             now = time.time()

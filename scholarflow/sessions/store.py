@@ -1,4 +1,4 @@
-"""The session store contract, shared by the SQLite store and a later PostgreSQL one.
+"""The session store contract, shared by the SQLite and the PostgreSQL stores.
 
 Kept small on purpose: everything else (history windows, compression policy)
 is built on these calls, so a new backend only implements storage.
@@ -12,6 +12,19 @@ from typing import Protocol, runtime_checkable
 
 from scholarflow.errors import InputError
 from scholarflow.sessions.models import Message, MessageType, SessionInfo
+
+MAX_SESSION_ID_CHARS = 200
+
+
+def check_session_id(session_id: str) -> str:
+    """The id when a store can keep it; else ValueError (every backend accepts the same ids)."""
+    if not isinstance(session_id, str) or not session_id.strip():
+        raise ValueError("a session id must be a non-empty string")
+    if len(session_id) > MAX_SESSION_ID_CHARS:
+        raise ValueError(f"a session id has at most {MAX_SESSION_ID_CHARS} characters")
+    if "\x00" in session_id:
+        raise ValueError("a session id cannot contain a NUL character")
+    return session_id
 
 
 class SessionNotFoundError(InputError, LookupError):

@@ -12,8 +12,12 @@ From another process: ``python -m scholarflow.testing.fake_openai --port 0``
 prints ``fake-openai listening on http://127.0.0.1:PORT/v1`` when ready, and
 `POST /_admin/config`, `POST /_admin/reset`, `GET /_admin/stats` script it.
 
-Config keys (`configure` and `/_admin/config`): rules, mode ("echo" or
-"extractive"), latency (s), fail_every_n, fail_first_n, fail_status.
+A rule is {match (regex), reply or status, times, role, latency (s, this
+rule's own)}. Config keys (`configure` and `/_admin/config`): rules, mode ("echo" or
+"extractive"), latency (s), fail_every_n, fail_first_n, fail_status,
+rate_limit_in_flight (429 for a call arriving while that many admitted calls
+are in flight; 0: off), fault_latency (s before an injected failure is
+answered; default: latency), retry_after (the 429's Retry-After, default "0").
 """
 
 from __future__ import annotations

@@ -43,11 +43,12 @@ _ERROR_TYPES = {
 }
 
 
-def error_response(status: int, message: str) -> JSONResponse:
+def error_response(status: int, message: str, retry_after: str = "0") -> JSONResponse:
     kind = _ERROR_TYPES.get(status, "server_error")
     body = {"error": {"message": message, "type": kind, "param": None, "code": kind}}
-    # Retry-After 0 lets clients that do retry go again at once, keeping tests fast.
-    headers = {"Retry-After": "0"} if status == 429 else None
+    # Retry-After 0 by default lets clients that do retry go again at once, keeping
+    # tests fast; the `retry_after` config sets another value.
+    headers = {"Retry-After": retry_after} if status == 429 else None
     return JSONResponse(body, status_code=status, headers=headers)
 
 
@@ -132,16 +133,19 @@ class ChatEndpoint:
         try:
             if decision.latency > 0:
                 await asyncio.sleep(decision.latency)
-            response = self._respond(body, decision.reply, decision.status)
+            response = self._respond(body, decision.reply, decision.status, decision.retry_after)
             await response(scope, receive, send)
         finally:
-            self.state.end_chat()
+            self.state.end_chat(decision)
 
     @staticmethod
-    def _respond(body: dict[str, Any], reply: str, status: int | None) -> Response:
+    def _respond(
+        body: dict[str, Any], reply: str, status: int | None, retry_after: str = "0"
+    ) -> Response:
         if status is not None:
             if status == 429:
-                return error_response(429, "Rate limit reached (injected by fake-openai)")
+                return error_response(
+                    429, "Rate limit reached (injected by fake-openai)", retry_after)
             return error_response(status, f"Injected failure {status} (fake-openai)")
         model = str(body.get("model") or MODEL_ID)
         messages: list[Any] = body["messages"]

@@ -16,7 +16,10 @@ from typing import Any, Literal
 Mode = Literal["echo", "extractive"]
 MODES: tuple[Mode, ...] = ("echo", "extractive")
 ROLES = ("any", "system", "user", "last_user")
-CONFIG_KEYS = frozenset({"rules", "mode", "latency", "fail_every_n", "fail_first_n", "fail_status"})
+CONFIG_KEYS = frozenset({
+    "rules", "mode", "latency", "fail_every_n", "fail_first_n", "fail_status",
+    "rate_limit_in_flight", "fault_latency", "retry_after",
+})
 
 CJK_RANGES = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 # A CJK character counts as a word of its own: CJK text has no spaces to split on.
@@ -42,13 +45,14 @@ class Rule:
     times: int | None
     role: str
     status: int | None
+    latency: float | None = None  # this rule's own delay; None: the server's latency
     used: int = 0
 
     @classmethod
     def parse(cls, raw: Any) -> Rule:
         if not isinstance(raw, dict) or "match" not in raw:
             raise ConfigError(f"a rule needs at least 'match': {raw!r}")
-        unknown = set(raw) - {"match", "reply", "times", "role", "status"}
+        unknown = set(raw) - {"match", "reply", "times", "role", "status", "latency"}
         if unknown:
             raise ConfigError(f"unknown rule keys {sorted(unknown)}")
         role = raw.get("role", "any")
@@ -62,9 +66,10 @@ class Rule:
             pattern = re.compile(str(raw["match"]), re.DOTALL)
         except re.error as exc:
             raise ConfigError(f"bad rule regex {raw['match']!r}: {exc}") from exc
-        times = raw.get("times")
+        times, latency = raw.get("times"), raw.get("latency")
         return cls(pattern, str(raw.get("reply", "")), None if times is None else int(times),
-                   role, None if status is None else int(status))
+                   role, None if status is None else int(status),
+                   None if latency is None else max(0.0, float(latency)))
 
 
 @dataclass(slots=True)
@@ -74,6 +79,7 @@ class FakeStats:
     in_flight: int = 0
     max_in_flight: int = 0
     requests: list[dict[str, Any]] = field(default_factory=list)
+    failed_calls: int = 0  # chat calls answered with an injected fault (any status)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -81,6 +87,7 @@ class FakeStats:
             "embedding_calls": self.embedding_calls,
             "in_flight": self.in_flight,
             "max_in_flight": self.max_in_flight,
+            "failed_calls": self.failed_calls,
             "requests": copy.deepcopy(self.requests),
         }
 
@@ -92,6 +99,8 @@ class ChatDecision:
     latency: float
     reply: str = ""
     status: int | None = None
+    admitted: bool = True  # counted against rate_limit_in_flight until `end_chat`
+    retry_after: str = "0"
 
 
 class FakeState:
@@ -108,6 +117,10 @@ class FakeState:
         self.fail_every_n = 0
         self.fail_first_n = 0
         self.fail_status = 429
+        self.rate_limit_in_flight = 0
+        self.fault_latency: float | None = None
+        self.retry_after = "0"
+        self._admitted = 0
         self._stats = FakeStats()
 
     def reset(self) -> None:
@@ -125,6 +138,8 @@ class FakeState:
         status = int(config.get("fail_status", 429))
         if status < 400:
             raise ConfigError(f"fail_status must be an HTTP error status, not {status}")
+        fault_latency = config.get("fault_latency")
+        fault_latency = None if fault_latency is None else max(0.0, float(fault_latency))
         with self._lock:
             if rules is not None:
                 self.rules = rules
@@ -138,12 +153,18 @@ class FakeState:
                 self.fail_first_n = max(0, int(config["fail_first_n"] or 0))
             if "fail_status" in config:
                 self.fail_status = status
+            if "rate_limit_in_flight" in config:
+                self.rate_limit_in_flight = max(0, int(config["rate_limit_in_flight"] or 0))
+            if "fault_latency" in config:
+                self.fault_latency = fault_latency
+            if "retry_after" in config:
+                self.retry_after = str(config["retry_after"])
 
     def stats(self) -> FakeStats:
         with self._lock:
             s = self._stats
             return FakeStats(s.chat_calls, s.embedding_calls, s.in_flight, s.max_in_flight,
-                             copy.deepcopy(s.requests))
+                             copy.deepcopy(s.requests), s.failed_calls)
 
     def begin_chat(self, body: dict[str, Any]) -> ChatDecision:
         """Count and log a chat call, and decide its fault or reply; pair with `end_chat`."""
@@ -155,21 +176,34 @@ class FakeState:
             s.max_in_flight = max(s.max_in_flight, s.in_flight)
             s.requests.append({"model": body.get("model"), "messages": copy.deepcopy(messages)})
             n = s.chat_calls
+            fault_latency = self.latency if self.fault_latency is None else self.fault_latency
             if n <= self.fail_first_n or (self.fail_every_n and n % self.fail_every_n == 0):
-                return ChatDecision(self.latency, status=self.fail_status)
+                s.failed_calls += 1
+                return ChatDecision(fault_latency, status=self.fail_status, admitted=False,
+                                    retry_after=self.retry_after)
+            # A concurrency rate limit, as API gateways and vLLM-style servers enforce:
+            # only calls it admitted count, the ones it turns away do not.
+            if self.rate_limit_in_flight and self._admitted >= self.rate_limit_in_flight:
+                s.failed_calls += 1
+                return ChatDecision(fault_latency, status=429, admitted=False,
+                                    retry_after=self.retry_after)
+            self._admitted += 1
             for rule in self.rules:
                 if rule.times is not None and rule.used >= rule.times:
                     continue
                 if rule.pattern.search(_select(messages, rule.role)):
                     rule.used += 1
-                    return ChatDecision(self.latency, rule.reply, rule.status)
+                    latency = self.latency if rule.latency is None else rule.latency
+                    return ChatDecision(latency, rule.reply, rule.status)
             latency, mode = self.latency, self.mode
         # The default reply reads only the request, so it is built outside the lock.
         return ChatDecision(latency, default_reply(mode, messages))
 
-    def end_chat(self) -> None:
+    def end_chat(self, decision: ChatDecision) -> None:
         with self._lock:
             self._stats.in_flight -= 1
+            if decision.admitted:
+                self._admitted = max(0, self._admitted - 1)  # a reset may have cleared it
 
     def count_embedding_call(self) -> None:
         with self._lock:

@@ -4,12 +4,15 @@ Chunks and documents live in the same index, told apart by `kind`: a `doc`
 record carries the whole text and the StoredDocument fields and is written
 last, so it is the commit marker of `add` (no doc record, no document).
 
-Recall is hybrid, with the weighting of the embedded index:
-`score = (1-w) * bm25 / max_bm25 + w * cosine`, `w = vector_similarity_weight`.
-One `_msearch` fetches the BM25 top candidates and the kNN top candidates;
-a second one fills in the exact missing half of each candidate's score
-(cosine by `script_score` for BM25-only hits, BM25 for kNN-only hits), so a
-chunk's score does not depend on which list it happened to come from.
+Recall is hybrid, scored as in the embedded index (`hybrid`):
+`score = (1-w) * lexical + w * cosine / best cosine`, `w = vector_similarity_weight`,
+where `lexical` is BM25 over the query and its dictionary translation, each
+normalised by its bound (`elastic_query`: one `_mtermvectors` gives the
+document frequencies). One `_msearch` fetches the lexical top candidates
+and the kNN top candidates (whose first is the best cosine); a second one
+fills in the exact missing half of each candidate's score (cosine by
+`script_score` for lexical-only hits, the lexical query for kNN-only hits),
+so a chunk's score does not depend on which list it happened to come from.
 """
 
 from __future__ import annotations
@@ -24,12 +27,17 @@ from contextlib import asynccontextmanager, suppress
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import numpy as np
 from elastic_transport import ConnectionError as TransportConnectionError
 from elastic_transport import ConnectionTimeout, TransportError
 from elasticsearch import ApiError, AsyncElasticsearch, ConflictError, NotFoundError
 
 from scholarflow.errors import ConfigurationError, ScholarflowError
 from scholarflow.tools.embeddings import Embedder, Vectors
+from scholarflow.tools.index.crosslingual import lexical_query
+from scholarflow.tools.index.elastic_mapping import index_body
+from scholarflow.tools.index.elastic_query import FIELD, lexical_clause, statistics_documents
+from scholarflow.tools.index.hybrid import hybrid_scores
 from scholarflow.tools.kb import (
     Chunk,
     DocumentNotFoundError,
@@ -95,43 +103,6 @@ async def es_errors(url: str, what: str) -> AsyncIterator[None]:
             f"Elasticsearch refused to {what} (HTTP {exc.meta.status}: {exc.message})") from None
     except TransportError as exc:
         raise ElasticsearchError(f"could not {what} on Elasticsearch: {exc}") from None
-
-
-def index_body(kb_name: str, embedder: Embedder, dims: int) -> dict[str, Any]:
-    """Settings and mappings of a knowledge base index."""
-    # Built-in analysis only (no smartcn/IK plugin needed), giving the embedded
-    # tokenizer's terms: the standard tokenizer cuts Han text into characters;
-    # cjk_bigram with unigrams adds overlapping bigrams (注意/意力 for 注意力:
-    # most Chinese words are two characters, found without a dictionary);
-    # cjk_width folds full-width Latin; a light stemmer folds English plurals.
-    # (The built-in `cjk` analyzer drops unigrams and does not stem.)
-    analysis = {
-        "filter": {"sf_bigrams": {"type": "cjk_bigram", "output_unigrams": True},
-                   "sf_english_stem": {"type": "stemmer", "language": "light_english"}},
-        "analyzer": {"scholarflow_text": {
-            "type": "custom", "tokenizer": "standard",
-            "filter": ["cjk_width", "lowercase", "sf_bigrams", "sf_english_stem"]}},
-    }
-    keyword, integer = {"type": "keyword"}, {"type": "integer"}
-    text = {"type": "text", "analyzer": "scholarflow_text"}
-    properties: dict[str, Any] = {
-        **dict.fromkeys(["kind", "doc_id", "chunk_id", "content_hash"], keyword),
-        **dict.fromkeys(["n", "page", "tokens", "chunks"], integer),
-        **dict.fromkeys(["text", "title", "heading"], text),
-        "vector": {"type": "dense_vector", "dims": dims, "index": True, "similarity": "cosine"},
-        "source": {"type": "keyword", "index": False},
-        "content": {"type": "text", "index": False},  # the whole text, read back, never searched
-    }
-    return {
-        # One shard: a person's papers are small, and BM25 statistics then
-        # cover the whole knowledge base, as in the embedded index.
-        "settings": {"number_of_shards": 1, "analysis": analysis},
-        "mappings": {
-            "dynamic": "strict",
-            "_meta": {"scholarflow_kb": kb_name, "embedder": embedder.name, "dims": dims},
-            "properties": properties,
-        },
-    }
 
 
 def connect(url: str | None, request_timeout: float = 30.0) -> tuple[AsyncElasticsearch, str]:
@@ -317,43 +288,61 @@ class ElasticsearchKnowledgeBase:
                      params: RecallParams) -> list[RecalledChunk]:
         if doc_ids is not None and not doc_ids:
             return []
-        w = params.vector_similarity_weight
         filters: list[dict[str, Any]] = [{"term": {"kind": "chunk"}}]
         if doc_ids is not None:
             filters.append({"terms": {"doc_id": list(dict.fromkeys(doc_ids))}})
         vector = [float(x) for x in await self._embedder.embed_query(query)]
         if math.fsum(x * x for x in vector) == 0:
             vector = []  # nothing to compare with (empty query): BM25 alone
+        lexical = await self._lexical(query)
         size = max(50, 4 * params.top_n)  # candidates per list: room for threshold and rerank
-        match = {"match": {"text": query}}
-        searches: list[dict[str, Any]] = [{}, {
-            "size": size, "query": {"bool": {"must": [match], "filter": filters}},
-            "_source": CHUNK_SOURCE}]
+        searches: list[dict[str, Any]] = []
+        if lexical is not None:
+            searches += [{}, {"size": size, "query": {"bool": {"must": [lexical],
+                                                               "filter": filters}},
+                              "_source": CHUNK_SOURCE}]
         if vector:
             knn = {"field": "vector", "query_vector": vector, "k": size,
                    "num_candidates": min(10000, 2 * size), "filter": filters}
             searches += [{}, {"size": size, "knn": knn, "_source": CHUNK_SOURCE}]
+        if not searches:
+            return []
         async with es_errors(self._url, "search"):
             responses = await self._msearch(searches)
-        bm25 = {h["_id"]: float(h["_score"]) for h in responses[0]}
+        hits = dict(zip([k for k, on in (("bm25", lexical), ("knn", vector)) if on], responses,
+                        strict=True))
+        bm25 = {h["_id"]: float(h["_score"]) for h in hits.get("bm25", [])}
         # ES scores a cosine kNN hit as (1 + cos) / 2: turn it back into the cosine.
-        cosine = {h["_id"]: 2.0 * float(h["_score"]) - 1.0 for h in responses[1]} if vector else {}
+        cosine = {h["_id"]: 2.0 * float(h["_score"]) - 1.0 for h in hits.get("knn", [])}
         sources = {h["_id"]: h["_source"] for r in responses for h in r}
-        await self._fill_in(query, vector, bm25, cosine, list(sources))
-        top_bm25 = max(bm25.values(), default=0.0)
-        scored: list[RecalledChunk] = []
-        for key, s in sources.items():
-            bm25n = bm25.get(key, 0.0) / top_bm25 if top_bm25 > 0 else 0.0
-            score = (1 - w) * bm25n + w * max(0.0, cosine.get(key, 0.0))
-            if score >= params.similarity_threshold:
-                scored.append(RecalledChunk(
-                    doc_id=s["doc_id"], chunk_id=s["chunk_id"], score=round(score, 6),
-                    text=s["text"], title=s.get("title") or "", heading=s.get("heading"),
-                    page=s.get("page")))
+        await self._fill_in(lexical, vector, bm25, cosine, list(sources))
+        keys = list(sources)
+        # The embedded index's formula (hybrid.py); BM25 comes normalised from `lexical`.
+        score = hybrid_scores(np.array([bm25.get(k, 0.0) for k in keys], np.float32),
+                              np.array([cosine.get(k, 0.0) for k in keys], np.float32),
+                              params.vector_similarity_weight)
+        scored = [
+            RecalledChunk(doc_id=s["doc_id"], chunk_id=s["chunk_id"], score=round(float(x), 6),
+                          text=s["text"], title=s.get("title") or "", heading=s.get("heading"),
+                          page=s.get("page"))
+            for s, x in zip((sources[k] for k in keys), score, strict=True)
+            if x >= params.similarity_threshold
+        ]
         scored.sort(key=lambda c: (-c.score, c.chunk_id))
         if params.use_rerank:
             return await rerank(query, scored[: 4 * params.top_n], top_n=params.top_n)
         return scored[: params.top_n]
+
+    async def _lexical(self, query: str) -> dict[str, Any] | None:
+        """Both views of the query, normalised by their bounds (`elastic_query`)."""
+        # In a thread: the first call of a process reads the dictionary.
+        terms = await asyncio.to_thread(lexical_query, query)
+        async with es_errors(self._url, "search"):
+            response = await self._client.mtermvectors(
+                index=self.index, docs=statistics_documents(query, terms), fields=[FIELD],
+                term_statistics=True, field_statistics=True, positions=False, offsets=False,
+                payloads=False)
+        return lexical_clause(query, terms, response["docs"])
 
     async def _msearch(self, searches: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
         response = await self._client.msearch(index=self.index, searches=searches)
@@ -364,11 +353,12 @@ class ElasticsearchKnowledgeBase:
                 raise ElasticsearchError(f"Elasticsearch failed a recall query: {reason}")
         return [part["hits"]["hits"] for part in response["responses"]]
 
-    async def _fill_in(self, query: str, vector: list[float], bm25: dict[str, float],
-                       cosine: dict[str, float], candidates: list[str]) -> None:
+    async def _fill_in(self, lexical: dict[str, Any] | None, vector: list[float],
+                       bm25: dict[str, float], cosine: dict[str, float],
+                       candidates: list[str]) -> None:
         """Exact cosine for BM25-only candidates and BM25 for kNN-only ones, in place."""
         no_cosine = [k for k in candidates if k not in cosine] if vector else []
-        no_bm25 = [k for k in candidates if k not in bm25]
+        no_bm25 = [k for k in candidates if k not in bm25] if lexical is not None else []
         searches: list[dict[str, Any]] = []
         if no_cosine:
             script = {"source": COSINE_SCRIPT, "params": {"query_vector": vector}}
@@ -376,8 +366,7 @@ class ElasticsearchKnowledgeBase:
             searches += [{}, {"size": len(no_cosine), "_source": False,
                               "query": {"script_score": {"query": ids, "script": script}}}]
         if no_bm25:
-            query_body = {"bool": {"must": [{"match": {"text": query}}],
-                                   "filter": [{"ids": {"values": no_bm25}}]}}
+            query_body = {"bool": {"must": [lexical], "filter": [{"ids": {"values": no_bm25}}]}}
             searches += [{}, {"size": len(no_bm25), "_source": False, "query": query_body}]
         if not searches:
             return
@@ -386,7 +375,7 @@ class ElasticsearchKnowledgeBase:
         if no_cosine:
             cosine.update({h["_id"]: float(h["_score"]) - 1.0 for h in responses.pop(0)})
         if no_bm25:
-            # A chunk the match query does not return shares no term with it: BM25 0.
+            # A chunk the lexical query does not return shares no term with it: BM25 0.
             bm25.update({h["_id"]: float(h["_score"]) for h in responses.pop(0)})
 
     async def drop(self) -> None:

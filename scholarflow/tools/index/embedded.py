@@ -27,8 +27,11 @@ from scholarflow.sessions.paths import home_path
 from scholarflow.sessions.sqlite import SqliteDatabase, transaction
 from scholarflow.tools.embeddings import Embedder, Vectors, default_embedder, embedder_named
 from scholarflow.tools.index import check_kb_name
-from scholarflow.tools.index.snapshot import ChunkRow, Snapshot
-from scholarflow.tools.index.tokenize import has_words, query_terms, tokenize
+from scholarflow.tools.index.crosslingual import lexical_query
+from scholarflow.tools.index.lexicon import lexicon
+from scholarflow.tools.index.snapshot import Snapshot
+from scholarflow.tools.index.snapshot_sync import synced
+from scholarflow.tools.index.tokenize import has_words, terms_text
 from scholarflow.tools.kb import (
     Chunk,
     DocumentNotFoundError,
@@ -145,9 +148,9 @@ class EmbeddedKnowledgeBase:
                     f"chunk {chunk.chunk_id!r} belongs to {chunk.doc_id!r}, "
                     f"not to {document.doc_id!r}"
                 )
-        if await self._db.run(lambda conn: _has_document(conn, document.doc_id)):
+        terms = await asyncio.to_thread(self._terms_if_new, document.doc_id, chunks)
+        if terms is None:
             return False  # before embedding: re-ingesting a file costs one lookup
-        terms = await asyncio.to_thread(_chunk_terms, chunks)
         vectors = await self.embedder.embed_passages([_embedding_text(c) for c in chunks])
         if vectors.shape[0] != len(chunks):
             raise ConfigurationError(
@@ -160,6 +163,12 @@ class EmbeddedKnowledgeBase:
         if added:
             self._writes += 1
         return added
+
+    def _terms_if_new(self, doc_id: str, chunks: Sequence[Chunk]) -> list[str] | None:
+        """The chunks' BM25 terms, or None when the document is stored (one thread hop)."""
+        if self._db.locked(lambda conn: _has_document(conn, doc_id)):
+            return None
+        return _chunk_terms(chunks)
 
     def _insert(
         self,
@@ -229,16 +238,17 @@ class EmbeddedKnowledgeBase:
             return []
         vector = await self.embedder.embed_query(query)
         wide = replace(params, top_n=4 * params.top_n) if params.use_rerank else params
-        found = await asyncio.to_thread(self._search, query_terms(query), vector, doc_ids, wide)
+        found = await asyncio.to_thread(self._search, query, vector, doc_ids, wide)
         return await rerank(query, found, top_n=params.top_n) if params.use_rerank else found
 
     def _search(
         self,
-        terms: list[str],
+        query: str,
         vector: Vectors,
         doc_ids: Sequence[str] | None,
         params: RecallParams,
     ) -> list[RecalledChunk]:
+        lexicon()  # parsed once per process (~2 s), before taking the lock
         with self._lock:
             snapshot = self._fresh_snapshot()
             known = snapshot.doc_ranges if snapshot is not None else {}
@@ -246,16 +256,17 @@ class EmbeddedKnowledgeBase:
                 self._check_documents(missing)  # a document without chunks is no error
             if snapshot is None:
                 return []  # no chunk was ever added
-            return self._ranked(snapshot, terms, vector, doc_ids, params)
+            return self._ranked(snapshot, query, vector, doc_ids, params)
 
     def _ranked(
         self,
         snapshot: Snapshot,
-        terms: list[str],
+        query: str,
         vector: Vectors,
         doc_ids: Sequence[str] | None,
         params: RecallParams,
     ) -> list[RecalledChunk]:
+        terms = lexical_query(query)
         hits = snapshot.search(
             terms, np.asarray(vector, np.float32), doc_ids=doc_ids,
             weight=params.vector_similarity_weight, threshold=params.similarity_threshold,
@@ -295,27 +306,10 @@ class EmbeddedKnowledgeBase:
             if "dim" not in meta:
                 return None  # nothing with chunks was ever added
             self._dim = int(meta["dim"])
-        self._snapshot = self._updated(self._snapshot)
+        self._snapshot = synced(self._db, self.folder / SNAPSHOT_FILENAME, self._snapshot,
+                                embedder=self.embedder.name, dim=self._dim)
         self._seen_version = version
         return self._snapshot
-
-    def _updated(self, snapshot: Snapshot | None) -> Snapshot:
-        assert self._dim is not None
-        path = self.folder / SNAPSHOT_FILENAME
-        if snapshot is None:
-            snapshot = Snapshot.load(path, embedder=self.embedder.name, dim=self._dim)
-        count, last = snapshot.watermark if snapshot else (0, 0)
-        below = self._db.locked(
-            lambda conn: conn.execute("SELECT count(*) FROM chunks WHERE id <= ?", (last,))
-            .fetchone()[0]
-        )
-        if snapshot is None or below != count:
-            snapshot, last = Snapshot(embedder=self.embedder.name, dim=self._dim), 0
-        rows = self._db.locked(lambda conn: _rows_after(conn, last))
-        if rows or not path.exists():
-            snapshot.extend(rows)
-            snapshot.save(path)
-        return snapshot
 
     async def close(self) -> None:
         """Release the SQLite connection; it reopens if the object is used again.
@@ -329,6 +323,8 @@ class EmbeddedKnowledgeBase:
     def _forget_version(self) -> None:
         with self._lock:  # data_version numbers are per connection: start over
             self._seen_version = None
+            if self._snapshot is not None:
+                self._snapshot.wait_saved()  # a closed knowledge base leaves no write behind
 
 
 def _embedding_text(chunk: Chunk) -> str:
@@ -337,7 +333,7 @@ def _embedding_text(chunk: Chunk) -> str:
 
 
 def _chunk_terms(chunks: Sequence[Chunk]) -> list[str]:
-    return [" ".join(tokenize(_embedding_text(c))) for c in chunks]
+    return [terms_text(_embedding_text(c)) for c in chunks]
 
 
 def _read_meta(conn: sqlite3.Connection) -> dict[str, str]:
@@ -377,13 +373,6 @@ def _documents(conn: sqlite3.Connection, doc_ids: list[str] | None) -> list[Stor
         order = {d: i for i, d in enumerate(doc_ids)}
         rows.sort(key=lambda r: order[r["doc_id"]])
     return [StoredDocument(**dict(row)) for row in rows]
-
-
-def _rows_after(conn: sqlite3.Connection, last: int) -> list[ChunkRow]:
-    cursor = conn.execute(
-        "SELECT id, doc_id, terms, vector FROM chunks WHERE id > ? ORDER BY id", (last,)
-    )
-    return [ChunkRow(row[0], row[1], row[2], row[3]) for row in cursor]
 
 
 def _chunk_rows(conn: sqlite3.Connection, rowids: list[int]) -> dict[int, sqlite3.Row]:

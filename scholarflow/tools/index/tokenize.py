@@ -22,8 +22,14 @@ The CJK choices are within one question of each other; unigrams + bigrams
 is best in the hybrid ranking that ships, and keeps a one-character word
 (门, 层) searchable inside longer runs, which bigrams alone would not. A
 dictionary segmenter (jieba) would load a 50 MB dictionary and miss
-out-of-vocabulary terms, the very words papers coin. Speed: 4.4 MB/s of
-mixed text on one core.
+out-of-vocabulary terms, the very words papers coin.
+
+Speed (the bench's mixed text, one core, CPU time): `terms_text`, what
+ingest stores, runs at ~15 MB/s (English ~20, Chinese ~12), against 4.5 MB/s
+for a loop over regex matches with a string per term. The output is the
+same, term for term (tests/test_tokenize.py compares it with that loop): text
+is split at whitespace first and each piece's terms are cached, and the
+characters and bigrams of CJK runs are laid out by numpy and sliced.
 
 - Latin words and numbers are lowercased and kept whole with their inner
   joiners ("3e-4", "bert-base", "gpt-3", "x86_64", "1.5"); a joined word
@@ -40,13 +46,17 @@ from __future__ import annotations
 import re
 import unicodedata
 
+import numpy as np
+
 # CJK ideographs, kana and compatibility ideographs: scripts written without
 # spaces, where a "word" has to be guessed from characters.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+# One findall gives (CJK run, "") or ("", word) pairs: far cheaper than a
+# Match object and .group() calls per token.
 _TOKEN = re.compile(
-    rf"(?P<cjk>[{_CJK}]+)"
+    rf"([{_CJK}]+)"
     # a word of letters/digits, optionally joined by - _ . + / to more such words
-    rf"|(?P<word>[^\W_{_CJK}]+(?:[-_.+/][^\W_{_CJK}]+)*)"
+    rf"|([^\W_{_CJK}]+(?:[-_.+/][^\W_{_CJK}]+)*)"
 )
 _JOINERS = re.compile(r"[-_.+/]")
 
@@ -58,10 +68,27 @@ STOPWORDS = frozenset({
     "with",
 })
 
-_NORMALISE_NEEDED = re.compile(r"[^\x00-\x7f]")
+# Characters NFKC cannot change the terms of: ASCII, CJK ideographs, Latin-1
+# letters (all NFKC-stable starters), and CJK punctuation that is stable or
+# folds to an ASCII separator (，→ ,). Text made only of these skips
+# normalisation, a quarter of the tokenizing time for Chinese; the property is
+# checked character by character in tests/test_tokenize.py.
+NFKC_SAFE = (
+    "\x00-\x7f\u00a0\u00b7\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u00ff"
+    "\u2013\u2014\u2018\u2019\u201c\u201d\u3000-\u3002\u3008-\u3011"
+    "\u3400-\u4dbf\u4e00-\u9fff\uff01\uff08\uff09\uff0c\uff1a\uff1b\uff1f"
+)
+_NORMALISE_NEEDED = re.compile(f"[^{NFKC_SAFE}]")
 # Longer "words" are URLs, hashes or base64: kept only as their parts, so
 # they cannot bloat the vocabulary.
 MAX_WORD_CHARS = 64
+# Terms of recently seen whitespace-separated pieces ("results,", "3e-4"):
+# pieces repeat (Zipf), so most cost one dict lookup instead of the regex.
+# Long pieces (a Chinese clause has no spaces) are rarely seen twice and are
+# not kept. Cleared when full.
+_CACHE_SIZE = 1 << 16
+_CACHED_PIECE_CHARS = 24
+_piece_cache: dict[str, str] = {}
 
 
 def stem(word: str) -> str:
@@ -77,29 +104,120 @@ def stem(word: str) -> str:
     return word
 
 
-def tokenize(text: str) -> list[str]:
-    """The BM25 terms of `text`, in order, repeats kept (BM25 counts them)."""
-    if _NORMALISE_NEEDED.search(text):
+def _word_text(word: str) -> str:
+    """The terms of one word, space-separated: stopwords dropped, stemmed, joined words split."""
+    if _JOINERS.search(word):
+        parts = [word] if len(word) <= MAX_WORD_CHARS else []
+        parts += [stem(part) for part in _JOINERS.split(word)
+                  if part not in STOPWORDS and len(part) <= MAX_WORD_CHARS]
+        text = " ".join(parts)
+    elif word not in STOPWORDS and len(word) <= MAX_WORD_CHARS:
+        text = stem(word)
+    else:
+        text = ""
+    _remember(word, text)  # a word is a piece with the same terms
+    return text
+
+
+def _remember(piece: str, text: str) -> None:
+    if len(piece) <= _CACHED_PIECE_CHARS:
+        if len(_piece_cache) >= _CACHE_SIZE:
+            _piece_cache.clear()
+        _piece_cache[piece] = text
+
+
+def terms_text(text: str) -> str:
+    """`" ".join(tokenize(text))`, built without a string per term (what the index stores)."""
+    if not text.isascii() and _NORMALISE_NEEDED.search(text):
         # NFKC folds full-width letters and digits (ＢＥＲＴ, ３) to ASCII.
         text = unicodedata.normalize("NFKC", text)
-    out: list[str] = []
-    append = out.append
-    for match in _TOKEN.finditer(text.lower()):
-        run = match.group("cjk")
-        if run is not None:
-            out.extend(run)
-            out.extend(run[i:i + 2] for i in range(len(run) - 1))
-            continue
-        word = match.group()
-        if _JOINERS.search(word):
-            if len(word) <= MAX_WORD_CHARS:
-                append(word)
-            for part in _JOINERS.split(word):
-                if part not in STOPWORDS and len(part) <= MAX_WORD_CHARS:
-                    append(stem(part))
-        elif word not in STOPWORDS and len(word) <= MAX_WORD_CHARS:
-            append(stem(word))
-    return out
+    # No term spans whitespace (words, joiners and CJK never include it), so
+    # splitting there first changes nothing but lets repeated pieces hit the
+    # cache: one lookup each, in C.
+    pieces = text.lower().split()
+    found: list[str | None] = list(map(_piece_cache.get, pieces))
+    if None in found:
+        with_cjk: list[tuple[int, str, list[tuple[str, str]]]] = []
+        for i in [i for i, terms in enumerate(found) if terms is None]:
+            piece = pieces[i]
+            pairs = _TOKEN.findall(piece)
+            if any(run for run, _ in pairs):
+                with_cjk.append((i, piece, pairs))
+            else:
+                found[i] = _words_text(piece, pairs)
+        if with_cjk:
+            _fill_cjk(found, with_cjk)
+    return " ".join(filter(None, found))
+
+
+def _words_text(piece: str, pairs: list[tuple[str, str]]) -> str:
+    """The terms of a piece without CJK, given its findall `pairs`."""
+    if len(pairs) == 1 and pairs[0][1] == piece:
+        return _word_text(piece)
+    cached = _piece_cache.get
+    parts = []
+    for _, word in pairs:
+        terms = cached(word)
+        if terms is None:
+            terms = _word_text(word)
+        if terms:
+            parts.append(terms)
+    text = " ".join(parts)
+    _remember(piece, text)
+    return text
+
+
+def _fill_cjk(
+    parts: list[str | None], pieces: list[tuple[int, str, list[tuple[str, str]]]]
+) -> None:
+    """Put the terms of the pieces with CJK runs at their places in `parts`.
+
+    All the CJK of one text is laid out at once (`_cjk_layout`): a numpy call
+    costs microseconds, a Python string per character and bigram far more.
+    """
+    cjk = "".join([run for _, _, pairs in pieces for run, _ in pairs if run])
+    laid = _cjk_layout(cjk)
+    pairs_at = 2 * len(cjk)  # where the bigrams start in `laid`
+    cached = _piece_cache.get
+    at = 0
+    for index, piece, pairs in pieces:
+        terms: list[str] = []
+        for run, word in pairs:
+            if word:
+                text = cached(word)
+                if text is None:
+                    text = _word_text(word)
+                if text:
+                    terms.append(text)
+                continue
+            end = at + len(run)
+            terms.append(laid[2 * at:2 * end - 1])  # the characters, then the bigrams
+            if end - at > 1:
+                terms.append(laid[pairs_at + 3 * at:pairs_at + 3 * end - 4])
+            at = end
+        parts[index] = text = " ".join(terms)
+        _remember(piece, text)
+
+
+def _cjk_layout(cjk: str) -> str:
+    """"c0 c1 c2 ... cn " + "c0c1 c1c2 ...": `cjk`'s characters, then its bigrams, in one pass.
+
+    A run of `cjk` spanning characters [a, b) then has its characters at
+    [2a, 2b - 1) and its bigrams at 2n + [3a, 3b - 4); the bigrams that
+    straddle two runs are never sliced out.
+    """
+    points = np.frombuffer(cjk.encode("utf-32-le"), np.uint32)  # CJK is all in the BMP
+    n = len(points)
+    grid = np.full(5 * n - 3, 32, np.uint32)
+    grid[0:2 * n:2] = points
+    grid[2 * n::3] = points[:-1]
+    grid[2 * n + 1::3] = points[1:]
+    return grid.tobytes().decode("utf-32-le")
+
+
+def tokenize(text: str) -> list[str]:
+    """The BM25 terms of `text`, in order, repeats kept (BM25 counts them)."""
+    return terms_text(text).split()  # no term holds whitespace
 
 
 def query_terms(text: str) -> list[str]:

@@ -1,0 +1,170 @@
+"""LangGraph checkpointers for the CLI: SQLite by default, PostgreSQL at scale.
+
+`open_checkpointer()` yields an AsyncSqliteSaver on
+`$SCHOLARFLOW_HOME/checkpoints.sqlite`, or an AsyncPostgresSaver when
+`SCHOLARFLOW_DATABASE_URL` is set. A thread is one session: its thread id is
+the session id (`thread_config`). The graph served by langgraph.json has no
+checkpointer of ours: LangGraph server brings its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from scholarflow.errors import BackendUnavailableError
+from scholarflow.sessions.paths import home_dir
+from scholarflow.sessions.services import (
+    DATABASE_URL_ENV,
+    POSTGRES_SCHEMES,
+    check_scheme,
+    env_url,
+    failed,
+    redact_url,
+    unreachable,
+)
+
+if TYPE_CHECKING:
+    import psycopg
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+CHECKPOINTS_FILENAME = "checkpoints.sqlite"
+# Several CLI processes may write one file at once; wait for the lock rather than fail.
+SQLITE_BUSY_TIMEOUT_SECONDS = 30.0
+CONNECT_TIMEOUT_SECONDS = 10
+SETUP_LOCK_TIMEOUT_SECONDS = 30
+_POSTGRES_EXAMPLE = "postgresql://postgres@127.0.0.1:5432/test"
+
+# URLs whose checkpoint tables this process has already created or migrated.
+_set_up: set[str] = set()
+
+
+def thread_config(session_id: str) -> RunnableConfig:
+    """The run configuration of a session's thread."""
+    return {"configurable": {"thread_id": session_id}}
+
+
+def checkpoints_path() -> Path:
+    """The SQLite file of the checkpoints (the data folder is created when missing)."""
+    return home_dir() / CHECKPOINTS_FILENAME
+
+
+@asynccontextmanager
+async def open_checkpointer() -> AsyncIterator[BaseCheckpointSaver[str]]:
+    """The configured checkpointer, open for the duration of the block.
+
+    Raises BackendUnavailableError naming SCHOLARFLOW_DATABASE_URL when the
+    PostgreSQL it names cannot be reached.
+    """
+    url = env_url(DATABASE_URL_ENV)
+    if url is None:
+        async with _sqlite_saver() as saver:
+            yield saver
+    else:
+        async with _postgres_saver(check_scheme(url, DATABASE_URL_ENV, POSTGRES_SCHEMES,
+                                                _POSTGRES_EXAMPLE)) as pg_saver:
+            yield pg_saver
+
+
+@asynccontextmanager
+async def _sqlite_saver() -> AsyncIterator[BaseCheckpointSaver[str]]:
+    import aiosqlite
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    path = await asyncio.to_thread(checkpoints_path)
+    async with aiosqlite.connect(path, timeout=SQLITE_BUSY_TIMEOUT_SECONDS) as conn:
+        yield AsyncSqliteSaver(conn)  # it creates its tables (WAL mode) on first use
+
+
+@asynccontextmanager
+async def _postgres_saver(url: str) -> AsyncIterator[BaseCheckpointSaver[str]]:
+    # Imported here: only deployments with SCHOLARFLOW_DATABASE_URL need the driver.
+    import psycopg
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    try:
+        conninfo = url
+        if "connect_timeout" not in conninfo_to_dict(url):  # a black-holed host: fail, not hang
+            conninfo = make_conninfo(url, connect_timeout=CONNECT_TIMEOUT_SECONDS)
+    except psycopg.Error as exc:
+        raise unreachable("PostgreSQL", DATABASE_URL_ENV, url, exc) from None
+    async with AsyncExitStack() as stack:
+        try:
+            saver = await stack.enter_async_context(AsyncPostgresSaver.from_conn_string(conninfo))
+        except psycopg.Error as exc:
+            raise unreachable("PostgreSQL", DATABASE_URL_ENV, url, exc) from None
+        if url not in _set_up:
+            if not await _up_to_date(saver):
+                await _setup_once(saver, url)
+            _set_up.add(url)
+        yield saver
+
+
+async def _up_to_date(saver: AsyncPostgresSaver) -> bool:
+    """Whether every migration is applied already: then there is nothing to lock or wait for."""
+    conn = cast("psycopg.AsyncConnection[Any]", saver.conn)  # from_conn_string: one connection
+    found = await (await conn.execute(
+        "SELECT to_regclass('checkpoint_migrations') IS NOT NULL AS present")).fetchone()
+    if not found or not found["present"]:
+        return False
+    latest = await (await conn.execute("SELECT max(v) AS v FROM checkpoint_migrations")).fetchone()
+    return latest is not None and latest["v"] == len(saver.MIGRATIONS) - 1
+
+
+async def _setup_once(saver: AsyncPostgresSaver, url: str) -> None:
+    """Create or migrate the checkpoint tables, one process at a time, never hanging.
+
+    `setup()` is not safe to race: two processes starting on a fresh database
+    would both insert the same migration row, so a session-level advisory lock
+    on the saver's own (autocommit) connection serialises them. Its
+    CREATE INDEX CONCURRENTLY waits for every open transaction in the
+    database; `lock_timeout` turns a forgotten one into an error, not a hang.
+    """
+    import psycopg
+
+    key = int.from_bytes(hashlib.sha256(b"scholarflow:checkpoints").digest()[:8], "big",
+                         signed=True)
+    conn = cast("psycopg.AsyncConnection[Any]", saver.conn)  # from_conn_string: one connection
+    try:
+        await conn.execute(f"SET lock_timeout = '{SETUP_LOCK_TIMEOUT_SECONDS}s'")
+        await conn.execute("SELECT pg_advisory_lock(%s)", (key,))
+        try:
+            await _drop_invalid_indexes(conn)
+            await saver.setup()
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+            await conn.execute("RESET lock_timeout")
+    except psycopg.errors.LockNotAvailable:
+        raise BackendUnavailableError(
+            f"PostgreSQL at {DATABASE_URL_ENV} ({redact_url(url)}): creating the checkpoint "
+            f"tables waited over {SETUP_LOCK_TIMEOUT_SECONDS} s for other open transactions "
+            "in that database (or another process creating them); end those (see "
+            "pg_stat_activity) and try again"
+        ) from None
+    except psycopg.Error as exc:
+        raise failed("PostgreSQL", DATABASE_URL_ENV, url, exc) from None
+
+
+async def _drop_invalid_indexes(conn: psycopg.AsyncConnection[Any]) -> None:
+    """Drop what a timed-out CREATE INDEX CONCURRENTLY left behind.
+
+    The index stays, marked invalid, and the migration's IF NOT EXISTS would
+    then skip it for good; dropped, the migration builds it again.
+    """
+    rows = await (await conn.execute(
+        "SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) AS name "
+        "FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+        "JOIN pg_class t ON t.oid = i.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE NOT i.indisvalid AND pg_table_is_visible(t.oid) "
+        "AND t.relname IN ('checkpoints', 'checkpoint_blobs', 'checkpoint_writes')"
+    )).fetchall()
+    for row in rows:
+        await conn.execute(f"DROP INDEX IF EXISTS {row['name']}")  # quoted by quote_ident

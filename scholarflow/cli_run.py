@@ -1,0 +1,117 @@
+"""`scholarflow ask` and `scholarflow resume`: every run is checkpointed in its session's thread.
+
+The thread id is the session id, so a new session is created before the run
+starts. A run that stops midway (killed, Ctrl-C, a crash) keeps its last
+checkpoint; `scholarflow resume ID` continues it from there, and the
+document summaries that had finished are not requested again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Any, cast
+
+from langchain_core.runnables import RunnableConfig
+
+from scholarflow.checkpoints import open_checkpointer, thread_config
+from scholarflow.cli import EXIT_RUN_FAILED
+from scholarflow.cli_render import JsonRenderer, TerminalRenderer
+from scholarflow.context import Context
+from scholarflow.errors import InputError
+from scholarflow.graph import ScholarflowGraph, build_graph
+from scholarflow.nodes.request import request_inputs_cleared
+from scholarflow.sessions.registry import check_backends, close_all, session_store
+from scholarflow.state import InputState
+
+Renderer = JsonRenderer | TerminalRenderer
+
+
+def _note(text: str) -> None:
+    """A line about the run itself, on stderr (stdout is the answer or the JSON events)."""
+    print(f"note: {text}", file=sys.stderr, flush=True)
+
+
+def _describe(values: dict[str, Any], pending: tuple[str, ...]) -> str:
+    query = " ".join(str(values.get("query") or "").split())
+    query = query if len(query) <= 60 else query[:57] + "..."
+    return f"{query!r}, stopped before {', '.join(pending)}"
+
+
+async def _require_session(session_id: str) -> None:
+    if await session_store().get(session_id) is None:
+        raise InputError(f"no session {session_id!r}; see `scholarflow sessions list`")
+
+
+async def _pending(graph: ScholarflowGraph, config: RunnableConfig) -> tuple[tuple[str, ...],
+                                                                           dict[str, Any]]:
+    """The nodes the thread's last run still had to run (none when it finished), and its state."""
+    snapshot = await graph.aget_state(config)
+    return tuple(snapshot.next), dict(snapshot.values or {})
+
+
+async def ask(payload: dict[str, Any], ctx: Context, *, session: str | None,
+              json_output: bool) -> int:
+    """Run one question in `session` (a new session when None), checkpointed."""
+    try:
+        async with open_checkpointer() as saver:  # first: an unreachable database creates nothing
+            await check_backends()  # an unreachable Redis too: one line, before any work
+            given = session is not None
+            if session is not None:
+                await _require_session(session)
+            else:
+                session = (await session_store().create()).session_id
+            # Every input is stated: the thread's last run left nothing this run should inherit.
+            request = {**request_inputs_cleared(), **payload, "session_id": session}
+            graph = build_graph(checkpointer=saver)
+            config = thread_config(session)
+            pending, values = await _pending(graph, config) if given else ((), {})
+            if pending:
+                _note(f"session {session} had an unfinished run ({_describe(values, pending)}); "
+                      "this question replaces it")
+            return await _stream(graph, cast(InputState, request), config, ctx, session,
+                                 json_output)
+    finally:
+        await close_all()
+
+
+async def resume(session_id: str, ctx: Context, *, json_output: bool) -> int:
+    """Continue the session's unfinished run from its last checkpoint."""
+    try:
+        async with open_checkpointer() as saver:
+            await check_backends()
+            await _require_session(session_id)
+            graph = build_graph(checkpointer=saver)
+            config = thread_config(session_id)
+            pending, values = await _pending(graph, config)
+            if not pending:
+                raise InputError(
+                    f"session {session_id!r} has no unfinished run to resume; ask with "
+                    f"`scholarflow ask QUESTION --session {session_id}`"
+                )
+            _note(f"resuming {_describe(values, pending)}")
+            return await _stream(graph, None, config, ctx, session_id, json_output)
+    finally:
+        await close_all()
+
+
+async def _stream(graph: ScholarflowGraph, request: InputState | None, config: RunnableConfig,
+                  ctx: Context, session_id: str, json_output: bool) -> int:
+    """Stream the run's events to the renderer; `request` None continues the thread's run."""
+    renderer: Renderer = JsonRenderer() if json_output else TerminalRenderer()
+    try:
+        # subgraphs=True: the document_summary subgraph's events come up too.
+        # durability="sync": each step is on disk before the next starts, so a
+        # killed run resumes from the step it was in, not an earlier one.
+        stream = graph.astream(request, config, context=ctx, stream_mode="custom",
+                               subgraphs=True, durability="sync")
+        async for _namespace, event in stream:
+            renderer.handle(cast(dict[str, Any], event))
+    except asyncio.CancelledError:  # Ctrl-C: the checkpoint stays, say how to go on
+        _note(f"run stopped; `scholarflow resume {session_id}` continues it")
+        raise
+    if renderer.error is not None:
+        if json_output:  # the terminal renderer already printed it
+            print(f"error: {renderer.error}", file=sys.stderr)
+        return EXIT_RUN_FAILED
+    return 0 if renderer.final is not None else EXIT_RUN_FAILED

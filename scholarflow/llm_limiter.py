@@ -1,0 +1,231 @@
+"""The process-wide LLM concurrency limiter: FIFO, resizable, and adaptive (AIMD).
+
+`max_capacity` is the configured cap (`max_concurrent_llm_calls`); `capacity`
+is the limit in force now. With `adaptive` on, a 429 halves `capacity` and
+each success grows it by one, always within [1, max_capacity]:
+
+* One halving per congestion event. Every slot remembers the `epoch` it
+  started in; a decrease starts a new epoch. A 429 on a call that started
+  before the last decrease was sent under the old, larger limit and is part
+  of the congestion already answered, so it does not halve again: ten calls
+  failing together halve once, not down to 1. Successes of such calls do not
+  grow the limit either: they say nothing about the new one.
+* No preemption. Shrinking below the calls in flight cancels nothing; no slot
+  is handed out until fewer than `capacity` are in flight.
+* Retry-After (seconds, bounded by `MAX_PAUSE_SECONDS`) pauses handing out
+  slots until it has passed; calls in flight go on.
+
+With `adaptive` off it is a plain fixed cap. A slot reports back on its own:
+leaving `slot()` normally is a success, by `RateLimitedLLMError` a 429.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+
+from scholarflow.errors import RateLimitedLLMError
+
+# A longer Retry-After (a misconfigured proxy, a daily quota) would stall every
+# run in the process; past this the node's own retries and errors take over.
+MAX_PAUSE_SECONDS = 60.0
+
+
+class LLMLimiter:
+    """A FIFO counting limiter whose limit adapts to 429s (see the module docstring).
+
+    asyncio.Semaphore cannot be resized, and FIFO hand-over keeps slots busy
+    while work waits. `clock` is injectable so tests can drive Retry-After.
+    """
+
+    def __init__(
+        self, capacity: int, *, adaptive: bool = True,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._max = max(1, capacity)
+        self._limit = self._max
+        self._adaptive = adaptive
+        self._clock = clock
+        self._in_flight = 0
+        self._waiters: deque[asyncio.Future[int]] = deque()
+        self._epoch = 0
+        self._paused_until = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_loop: asyncio.AbstractEventLoop | None = None
+        self.reset_stats()
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def capacity(self) -> int:
+        """The limit in force now: max_capacity, or less after 429s."""
+        return self._limit
+
+    @property
+    def max_capacity(self) -> int:
+        return self._max
+
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
+
+    @property
+    def epoch(self) -> int:
+        """How many decreases so far; a slot records it when it starts."""
+        return self._epoch
+
+    @property
+    def adaptive(self) -> bool:
+        return self._adaptive
+
+    @adaptive.setter
+    def adaptive(self, on: bool) -> None:
+        if on != self._adaptive:
+            self._adaptive = on
+            self._limit, self._paused_until = self._max, 0.0
+            self._hand_over()
+
+    def paused_for(self) -> float:
+        """Seconds left of a Retry-After pause (0 when none)."""
+        return max(0.0, self._paused_until - self._clock())
+
+    def set_capacity(self, capacity: int) -> None:
+        """A new configured cap; the adaptive limit starts again from it."""
+        self._max = self._limit = max(1, capacity)
+        self._hand_over()
+
+    def reset(self) -> None:
+        """Back to the configured cap with no pause and fresh statistics."""
+        self._limit, self._paused_until = self._max, 0.0
+        self.reset_stats()
+        self._hand_over()
+
+    def reset_stats(self) -> None:
+        self.max_in_flight = self._in_flight
+        self.min_capacity = self._limit
+        self.decreases = 0  # halvings: congestion events answered
+        self.rate_limited = 0  # 429s seen, counted or not
+
+    # ------------------------------------------------------------- feedback
+
+    def record_success(self, started_epoch: int) -> None:
+        """Additive increase: one more slot, if the call ran under the current limit."""
+        if self._adaptive and started_epoch == self._epoch and self._limit < self._max:
+            self._limit += 1
+            self._hand_over()
+
+    def record_rate_limit(self, started_epoch: int, retry_after: float | None = None) -> None:
+        """Multiplicative decrease, once per congestion event; honour Retry-After."""
+        self.rate_limited += 1
+        if not self._adaptive:
+            return
+        if retry_after is not None and retry_after > 0:
+            until = self._clock() + min(retry_after, MAX_PAUSE_SECONDS)
+            self._paused_until = max(self._paused_until, until)
+        if started_epoch == self._epoch:
+            self._epoch += 1
+            self.decreases += 1
+            self._limit = max(1, self._limit // 2)
+            self.min_capacity = min(self.min_capacity, self._limit)
+
+    # ------------------------------------------------------------- slots
+
+    async def acquire(self) -> int:
+        """Take a slot; returns the epoch it was granted in (see `slot`)."""
+        if self._in_flight < self._limit and not self._waiters and not self._paused():
+            self._take()
+            return self._epoch
+        waiter: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            return await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self.release()  # the slot was handed over just as we were cancelled
+            elif waiter in self._waiters:  # a hand-over may have dropped it already
+                self._waiters.remove(waiter)
+            raise
+
+    def release(self) -> None:
+        self._in_flight -= 1
+        self._hand_over()
+
+    @asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        """Hold a slot for the block; its outcome feeds the adaptive limit."""
+        # The epoch of the grant, not of the wake-up: a slot granted under the old
+        # limit and woken after a decrease was still sent as part of the old load.
+        started = await self.acquire()
+        try:
+            yield
+        except RateLimitedLLMError as exc:
+            self.record_rate_limit(started, exc.retry_after)
+            raise
+        # Other failures (5xx, timeouts, bad requests) are not congestion signals.
+        else:
+            self.record_success(started)
+        finally:
+            self.release()
+
+    def _take(self) -> None:
+        self._in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self._in_flight)
+
+    def _hand_over(self) -> None:
+        if not self._waiters or self._paused():
+            return
+        while self._waiters and self._in_flight < self._limit:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                self._take()
+                waiter.set_result(self._epoch)
+
+    def _paused(self) -> bool:
+        """Whether a Retry-After pause holds; if so, make sure a timer ends it."""
+        delay = self._paused_until - self._clock()
+        if delay <= 0:
+            return False
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return True  # no loop, so nobody can be waiting on this one
+        # One timer per loop: tests and servers may use the limiter from several loops.
+        if self._timer is None or self._timer_loop is not loop:
+            self._timer, self._timer_loop = loop.call_later(delay, self._wake), loop
+        return True
+
+    def _wake(self) -> None:
+        self._timer = self._timer_loop = None
+        self._hand_over()
+
+
+def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds a 429's headers ask to wait: `retry-after-ms`, `retry-after` (s or date).
+
+    None when there is no usable header: an unparseable value is ignored, not guessed.
+    """
+    if not headers:
+        return None
+    lowered = {k.lower(): v for k, v in headers.items()}
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):  # OpenAI's ms first
+        raw = lowered.get(name)
+        if raw is None:
+            continue
+        try:
+            return max(0.0, float(raw) / scale)
+        except ValueError:
+            pass
+        if name == "retry-after":  # the HTTP-date form
+            try:
+                when = email.utils.parsedate_to_datetime(raw)
+            except (TypeError, ValueError):
+                return None
+            if when.tzinfo is None:
+                when = when.replace(tzinfo=UTC)
+            return max(0.0, (when - datetime.now(UTC)).total_seconds())
+    return None

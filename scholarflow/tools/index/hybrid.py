@@ -1,0 +1,114 @@
+"""The hybrid recall score: score = (1 - w) * lexical + w * cosine / best cosine.
+
+`lexical` is BM25 over the query's two views (see `crosslingual`), each
+normalised by the most it could score, so it lies in [0, 1] and only a
+passage matching every word of the query (or of its translation) comes
+near 1:
+
+    own(c)        = sum of BM25(t, c) over the query's terms t / sum of their idf
+    translated(c) = sum over groups g of weight_g * max over alternatives a of g
+                    of BM25(a, c), divided by sum of weight_g * max_a idf(a)
+    lexical(c)    = max(own(c), translated(c))
+
+By the most the query could score, not by the best candidate's score: a weak
+match (a Chinese question sharing 的, 是, 多少 with every Chinese chunk) must
+not score 1 and bury the passages of the other language.
+
+`cosine / best cosine` is the chunk's cosine divided by the best cosine
+among the candidates (the whole knowledge base, or the `doc_ids` filter),
+so the passage closest in meaning scores w, whatever the query's language.
+e5's cosines sit in a narrow band that depends on the query: a question
+in the other language than its answer reaches only ~0.3-0.45 (median 0.29
+on the 59 cross-language questions of tests/data/recall_eval.jsonl), which
+at w = 0.3 could never pass the 0.2 threshold without a lexical match. The
+threshold keeps its meaning, "drop chunks scoring under it": a chunk with
+no lexical match is returned when its cosine is at least threshold / w of
+the best (2/3 by default).
+
+bench/README.md has the measurements behind each choice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from scholarflow.tools.index.bm25 import Bm25Index
+from scholarflow.tools.index.crosslingual import Group, LexicalQuery
+
+FloatArray = npt.NDArray[np.float32]
+IntArray = npt.NDArray[np.int32]
+
+
+def hybrid_scores(lexical: FloatArray, cosine: FloatArray, weight: float) -> FloatArray:
+    """(1 - weight) * lexical + weight * cosine / max cosine, computed in `cosine`'s array."""
+    best = float(cosine.max()) if len(cosine) else 0.0
+    # A best cosine <= 0 (nothing alike): plain cosines, all under any sensible threshold.
+    scale = weight / best if best > 0 else weight
+    score = np.multiply(cosine, np.float32(scale), out=cosine)
+    score += lexical * np.float32(1.0 - weight)
+    return score
+
+
+def lexical_scores(index: Bm25Index, query: LexicalQuery) -> FloatArray:
+    """max(own view, translated view) of every chunk, in [0, 1]."""
+    own_ids = index.term_ids(query.own)
+    scores = index.scores(own_ids)
+    bound = index.bound(own_ids)
+    if bound > 0:
+        scores *= np.float32(1.0 / bound)
+    groups = query.translated(lambda terms: all(t in index.vocab for t in terms))
+    if groups:
+        translated, bound = translated_view(index, groups)
+        if bound > 0:
+            np.maximum(scores, translated * np.float32(1.0 / bound), out=scores)
+    return scores
+
+
+def translated_view(index: Bm25Index, groups: Sequence[Group]) -> tuple[FloatArray, float]:
+    """Sum over groups of weight x its best alternative's BM25, and the most that can be.
+
+    Dense scratch arrays and whole-array passes: at 100k chunks a pass costs
+    ~20 us, a scatter over a posting list ~5 ns a posting, and one query
+    reads ~10^5 postings here (tests/test_crosslingual.py checks it against a
+    plain per-chunk sum).
+    """
+    total = np.zeros(index.size, np.float32)
+    best = np.zeros(index.size, np.float32)  # one group's best alternative, per chunk
+    bound = 0.0
+    for group in groups:
+        weight = np.float32(group.weight)
+        alternatives = [ids for a in group.alternatives if (ids := _ids(index, a))]
+        if not alternatives:
+            continue
+        bound += group.weight * max(index.bound(ids) for ids in alternatives)
+        if len(alternatives) == 1 and len(alternatives[0]) == 1:
+            docs, data = _postings(index, alternatives[0][0])
+            total[docs] += data * weight  # one posting per chunk: exact
+            continue
+        for ids in alternatives:
+            if len(ids) == 1:
+                docs, data = _postings(index, ids[0])
+                best[docs] = np.maximum(best[docs], data)
+            else:  # the chunk's BM25 for all the alternative's terms, then the max
+                partial = np.zeros(index.size, np.float32)
+                for t in ids:
+                    docs, data = _postings(index, t)
+                    partial[docs] += data
+                np.maximum(best, partial, out=best)
+        best *= weight
+        total += best
+        best.fill(0.0)
+    return total, bound
+
+
+def _ids(index: Bm25Index, terms: Sequence[str]) -> list[int]:
+    return index.term_ids(list(dict.fromkeys(terms)))
+
+
+def _postings(index: Bm25Index, term: int) -> tuple[npt.NDArray[np.intp], FloatArray]:
+    # intp indices: numpy converts int32 ones on every fancy-index operation.
+    docs, data = index.postings(term)
+    return docs.astype(np.intp), data

@@ -1,0 +1,264 @@
+"""The adaptive (AIMD) LLM limit: its rules on their own, then through the scripted server."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+
+import pytest
+
+from scholarflow import Context, llm
+from scholarflow.errors import RateLimitedLLMError
+from scholarflow.llm_limiter import MAX_PAUSE_SECONDS, LLMLimiter, retry_after_seconds
+from scholarflow.testing import FakeOpenAIServer
+from tests.conftest import run_graph
+
+
+def rate_limited(retry_after: float | None = None) -> RateLimitedLLMError:
+    return RateLimitedLLMError("429", retry_after=retry_after)
+
+
+async def one_call(lim: LLMLimiter, outcome: Exception | None = None) -> None:
+    """One call through a slot that succeeds or raises `outcome`."""
+    async with lim.slot():
+        if outcome is not None:
+            raise outcome
+
+
+class Calls:
+    """Calls that hold their slots until told how to end, so several overlap."""
+
+    def __init__(self, lim: LLMLimiter) -> None:
+        self.lim = lim
+        self.tasks: list[asyncio.Task[None]] = []
+        self.ends: list[asyncio.Future[Exception | None]] = []
+        self.holding: set[int] = set()  # calls that got a slot and have not ended
+
+    async def start(self, n: int) -> None:
+        for _ in range(n):
+            i = len(self.tasks)
+            self.ends.append(asyncio.get_running_loop().create_future())
+            self.tasks.append(asyncio.create_task(self._call(i)))
+        await settle()
+
+    async def _call(self, i: int) -> None:
+        async with self.lim.slot():
+            self.holding.add(i)
+            outcome = await self.ends[i]
+            self.holding.discard(i)
+            if outcome is not None:
+                raise outcome
+
+    async def finish(self, i: int, outcome: Exception | None = None) -> None:
+        self.ends[i].set_result(outcome)
+        await asyncio.gather(self.tasks[i], return_exceptions=True)
+        await settle()
+
+
+async def settle() -> None:
+    """Let every ready task run until it blocks (no timers involved)."""
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+# ------------------------------------------------------------------ the rules
+
+
+async def test_a_429_halves_and_each_success_adds_one_within_bounds() -> None:
+    lim = LLMLimiter(8)
+    for expected in (4, 2, 1, 1):  # floor at 1, never 0
+        with pytest.raises(RateLimitedLLMError):
+            await one_call(lim, rate_limited())
+        assert lim.capacity == expected
+    assert lim.decreases == 4 and lim.min_capacity == 1
+    for expected in (2, 3, 4, 5, 6, 7, 8, 8, 8):  # ceiling at max_concurrent_llm_calls
+        await one_call(lim)
+        assert lim.capacity == expected
+    assert lim.max_capacity == 8 and lim.in_flight == 0
+
+
+async def test_many_429s_in_flight_at_once_halve_once() -> None:
+    lim = LLMLimiter(8)
+    calls = Calls(lim)
+    await calls.start(8)
+    assert lim.in_flight == 8
+    for i in range(8):  # all eight were sent under the limit of 8: one congestion event
+        await calls.finish(i, rate_limited())
+    assert lim.capacity == 4 and lim.decreases == 1 and lim.rate_limited == 8
+    with pytest.raises(RateLimitedLLMError):  # a call sent under the new limit: a new event
+        await one_call(lim, rate_limited())
+    assert lim.capacity == 2 and lim.decreases == 2
+
+
+async def test_a_slot_granted_before_a_decrease_belongs_to_the_old_load() -> None:
+    lim = LLMLimiter(4)
+    first = await lim.acquire()
+    for _ in range(3):
+        await lim.acquire()
+    waiter = asyncio.create_task(lim.acquire())
+    await settle()
+    lim.release()  # grants the waiter a slot under the limit of 4...
+    lim.record_rate_limit(first)  # ...and a 429 halves it before the waiter wakes up
+    granted = await waiter
+    assert granted == 0 and lim.epoch == 1
+    lim.record_rate_limit(granted)  # its own 429 is part of the same congestion
+    assert lim.capacity == 2 and lim.decreases == 1
+
+
+async def test_successes_sent_under_the_old_limit_do_not_grow_the_new_one() -> None:
+    lim = LLMLimiter(4)
+    calls = Calls(lim)
+    await calls.start(4)
+    await calls.finish(0, rate_limited())
+    assert lim.capacity == 2
+    for i in (1, 2, 3):
+        await calls.finish(i)
+    assert lim.capacity == 2  # they were sent at 4 in flight, which drew the 429
+    await one_call(lim)
+    assert lim.capacity == 3
+
+
+async def test_shrinking_below_the_calls_in_flight_preempts_nothing() -> None:
+    lim = LLMLimiter(4)
+    calls = Calls(lim)
+    await calls.start(6)  # 4 hold slots, 2 wait
+    assert lim.in_flight == 4 and calls.holding == {0, 1, 2, 3}
+    await calls.finish(0, rate_limited())  # limit 2 with 3 in flight: none is cancelled
+    assert lim.capacity == 2 and lim.in_flight == 3 and calls.holding == {1, 2, 3}
+    await calls.finish(1)
+    assert lim.in_flight == 2 and calls.holding == {2, 3}  # at the limit: the others wait
+    await calls.finish(2)
+    assert calls.holding == {3, 4}  # below it: the first waiter, and only it, goes
+    assert lim.max_in_flight == 4
+    for i in (3, 4):
+        await calls.finish(i)
+    await calls.finish(5)
+    assert lim.in_flight == 0
+
+
+async def test_retry_after_pauses_new_slots_until_it_has_passed() -> None:
+    now = [100.0]
+    lim = LLMLimiter(4, clock=lambda: now[0])
+    calls = Calls(lim)
+    await calls.start(2)
+    await calls.finish(0, rate_limited(retry_after=5))
+    assert lim.capacity == 2 and lim.paused_for() == 5
+    await calls.start(1)  # call 2: room under the limit, but the server said wait
+    assert calls.holding == {1}
+    now[0] = 104.0
+    await calls.finish(1)  # a release during the pause hands nothing over
+    assert lim.in_flight == 0 and calls.holding == set()
+    now[0] = 105.0
+    lim.record_success(lim.epoch)  # the next event after the pause hands over
+    await settle()
+    assert calls.holding == {2}
+    await calls.finish(2)
+    # A longer pause than MAX_PAUSE_SECONDS is cut; a shorter one never shortens a longer.
+    lim.record_rate_limit(lim.epoch, retry_after=10_000)
+    assert lim.paused_for() == MAX_PAUSE_SECONDS
+    lim.record_rate_limit(lim.epoch, retry_after=1)
+    assert lim.paused_for() == MAX_PAUSE_SECONDS
+
+
+async def test_a_pause_ends_by_itself_with_no_other_call() -> None:
+    lim = LLMLimiter(2)
+    with pytest.raises(RateLimitedLLMError):
+        await one_call(lim, rate_limited(retry_after=0.2))
+    waiter = asyncio.create_task(one_call(lim))
+    await asyncio.sleep(0)
+    assert not waiter.done() and lim.in_flight == 0
+    await asyncio.wait_for(waiter, 5)  # woken by the pause's own timer
+    assert lim.in_flight == 0 and lim.paused_for() == 0
+
+
+async def test_fixed_mode_ignores_429s_and_switching_modes_resets_the_limit() -> None:
+    lim = LLMLimiter(6, adaptive=False)
+    with pytest.raises(RateLimitedLLMError):
+        await one_call(lim, rate_limited(retry_after=30))
+    assert lim.capacity == 6 and lim.rate_limited == 1 and lim.paused_for() == 0
+    lim.adaptive = True
+    with pytest.raises(RateLimitedLLMError):
+        await one_call(lim, rate_limited())
+    assert lim.capacity == 3
+    lim.adaptive = False
+    assert lim.capacity == 6
+    lim.adaptive = True
+    with pytest.raises(RateLimitedLLMError):
+        await one_call(lim, rate_limited())
+    lim.set_capacity(5)  # a new configured cap starts again from it
+    assert lim.capacity == lim.max_capacity == 5
+    with pytest.raises(ValueError):  # other failures are not congestion
+        await one_call(lim, ValueError("boom"))
+    assert lim.capacity == 5
+
+
+async def test_the_process_limiter_follows_the_context() -> None:
+    lim = llm.limiter(Context(max_concurrent_llm_calls=7, adaptive_llm_limit=False))
+    try:
+        assert lim.max_capacity == 7 and not lim.adaptive
+        assert llm.limiter(Context(max_concurrent_llm_calls=7)).adaptive
+    finally:
+        llm.limiter(Context())
+        lim.reset()
+
+
+def test_retry_after_headers() -> None:
+    assert retry_after_seconds({"Retry-After": "3"}) == 3.0
+    assert retry_after_seconds({"retry-after": "0.5", "retry-after-ms": "120"}) == 0.12
+    assert retry_after_seconds({"Retry-After": "-4"}) == 0.0
+    assert retry_after_seconds({"Retry-After": "soon"}) is None
+    assert retry_after_seconds({}) is None and retry_after_seconds(None) is None
+    when = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
+    seconds = retry_after_seconds({"Retry-After": when})
+    assert seconds is not None and 25 < seconds <= 30
+
+
+# ------------------------------------------------------------------ through the server
+
+
+async def test_a_429_from_the_server_carries_retry_after_and_pauses_the_limiter(
+    fake_llm: FakeOpenAIServer,
+) -> None:
+    fake_llm.configure(fail_first_n=1, retry_after="0.3")
+    with pytest.raises(RateLimitedLLMError, match="429") as info:
+        await llm.complete(Context(), [("user", "hi")], node="t")
+    assert info.value.retry_after == 0.3
+    lim = llm.limiter()
+    assert lim.capacity == 5 and 0 < lim.paused_for() <= 0.3
+    result = await llm.complete(Context(), [("user", "hi")], node="t")  # waits, then goes
+    assert result.text == "ok: hi" and lim.paused_for() == 0 and lim.capacity == 6
+
+
+async def test_graph_limit_drops_after_429s_and_recovers(fake_llm: FakeOpenAIServer) -> None:
+    # The first three calls the server sees are three of the first four sent: all sent
+    # under the limit of 4, so one halving; then every success sent at 2 adds one.
+    fake_llm.configure(latency=0.05, fail_first_n=3)
+    docs = {f"d{i}": f"# Paper {i}\n\nResult {i}: accuracy {i}.{i}%." for i in range(24)}
+    out, events = await run_graph({"query": "Summarize these papers", "document_contents": docs},
+                                  Context(max_concurrent_llm_calls=4))
+    lim = llm.limiter()
+    assert out["strategy"] == "multi_doc_summary" and not out["error"]
+    assert sum(e["type"] == "doc_summary_complete" for e in events) == 24
+    assert lim.rate_limited == 3 and lim.decreases == 1
+    assert lim.min_capacity == 2 and lim.capacity == 4
+    assert fake_llm.stats().chat_calls == 25 + 3
+    assert fake_llm.stats().max_in_flight <= 4 and lim.max_in_flight <= 4
+
+
+async def test_graph_under_a_concurrency_rate_limit_backs_off_and_finishes(
+    fake_llm: FakeOpenAIServer,
+) -> None:
+    # The server serves 3 at once and turns the rest away at once; the cap is 6.
+    fake_llm.configure(latency=0.05, rate_limit_in_flight=3, fault_latency=0)
+    docs = {f"d{i}": f"# Paper {i}\n\nFinding {i}: recall {i}.{i}%." for i in range(30)}
+    out, events = await run_graph({"query": "Summarize these papers", "document_contents": docs},
+                                  Context(max_concurrent_llm_calls=6))
+    lim = llm.limiter()
+    stats = fake_llm.stats()
+    assert not out["error"] and out["answer"]
+    assert sum(e["type"] == "doc_summary_complete" for e in events) == 30
+    assert lim.decreases >= 1 and lim.min_capacity <= 3
+    assert stats.failed_calls == lim.rate_limited >= 1
+    assert stats.chat_calls == 31 + stats.failed_calls
+    assert stats.max_in_flight <= 6 and lim.max_in_flight <= 6
