@@ -31,9 +31,7 @@ import asyncio
 import math
 import os
 import platform
-import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -41,157 +39,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
+# The parts are sibling modules. bench/ is sys.path[0] when this runs as a script,
+# but not when it is loaded by its path.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fanout_data import make_documents, words_reply
+from fanout_server import ServerProcess, ServerThread
 
 SUMMARY_RULE = "Condense the academic document"  # DOCUMENT_CONDENSED_SUMMARY_PROMPT
 SUMMARY_QUERY = "Summarize these papers"
 QA_QUERY = "What learning rate did they use?"
-
-# --------------------------------------------------------------------------- data
-
-_EN_WORDS = [
-    "transformer", "attention", "sparse", "retrieval", "dense", "encoder", "decoder",
-    "corpus", "benchmark", "baseline", "ablation", "gradient", "optimizer", "warmup",
-    "schedule", "token", "embedding", "layer", "normalization", "dropout", "contrastive",
-    "loss", "negative", "sampling", "recall", "precision", "latency", "throughput",
-    "memory", "kernel", "dataset", "annotation", "evaluation", "metric", "accuracy",
-    "robustness", "generalization", "domain", "shift", "pretraining", "finetuning",
-    "adapter", "quantization", "distillation", "teacher", "student", "curriculum",
-    "reranker", "index", "passage", "query", "document", "graph", "node", "edge", "message",
-    "propagation", "hybrid", "lexical", "semantic", "multilingual", "Chinese", "English",
-    "cross", "lingual", "alignment", "scaling", "law",
-]
-_ZH_PHRASES = (
-    "本文提出一种混合检索方法", "实验在三个公开数据集上进行", "结果表明召回率显著提升",
-    "我们分析了稀疏注意力的计算复杂度", "该方法在长文档上表现稳定", "消融实验验证了各模块的作用",
-    "学习率设置为千分之一", "模型在中文语料上进行了预训练", "局限性在于推理延迟较高",
-    "未来工作将扩展到多模态场景", "对比基线包括BM25和稠密检索", "我们公开了代码和数据",
-)
-
-
-def make_documents(n: int, seed: int = 4) -> dict[str, str]:
-    """N distinct short papers (~300 tokens each); every fourth one is Chinese."""
-    rng = random.Random(seed)
-    docs: dict[str, str] = {}
-    for i in range(n):
-        if i % 4 == 3:
-            body = "".join(
-                rng.choice(_ZH_PHRASES) + "，" + rng.choice(_ZH_PHRASES) + "。" for _ in range(11)
-            )
-            text = f"# 论文 {i}：关于检索与摘要的研究\n\n{body}\n学习率为 {rng.randint(1, 9)}e-4。"
-        else:
-            sentences = []
-            for _ in range(14):
-                words = rng.sample(_EN_WORDS, 14)
-                sentences.append(" ".join(words).capitalize() + ".")
-            text = (f"# Paper {i}: a study of {rng.choice(_EN_WORDS)} {rng.choice(_EN_WORDS)}\n\n"
-                    + " ".join(sentences)
-                    + f"\nWe used a learning rate of {rng.randint(1, 9)}e-4 and batch size "
-                      f"{rng.choice([16, 32, 64])}.")
-        docs[f"doc-{i:04d}"] = text
-    return docs
-
-
-def words_reply(n_words: int, seed: int) -> str:
-    rng = random.Random(seed)
-    return " ".join(rng.choice(_EN_WORDS) for _ in range(n_words)) + "."
-
-
-# --------------------------------------------------------------------------- server
-
-
-class ServerProcess:
-    """`python -m scholarflow.testing.fake_openai --port 0`, scripted over HTTP."""
-
-    def __init__(self, latency: float) -> None:
-        self.latency = latency
-        self.proc: subprocess.Popen[str] | None = None
-        self.base_url = ""
-        self.admin: httpx.AsyncClient | None = None
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "scholarflow.testing.fake_openai", "--port", "0",
-             "--latency", str(self.latency)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()  # "fake-openai listening on http://...:PORT/v1"
-        if "listening on" not in line:
-            err = self.proc.stderr.read() if self.proc.stderr else ""
-            raise RuntimeError(f"fake-openai did not start: {line!r} {err[-500:]}")
-        self.base_url = line.strip().rsplit(" ", 1)[-1]
-        self.admin = httpx.AsyncClient(base_url=self.base_url.removesuffix("/v1"), timeout=30)
-
-    async def configure(self, **config: Any) -> None:
-        assert self.admin is not None
-        (await self.admin.post("/_admin/config", json=config)).raise_for_status()
-
-    async def reset(self) -> None:
-        assert self.admin is not None
-        (await self.admin.post("/_admin/reset")).raise_for_status()
-
-    async def stats(self) -> dict[str, Any]:
-        assert self.admin is not None
-        r = await self.admin.get("/_admin/stats")
-        r.raise_for_status()
-        data: dict[str, Any] = r.json()
-        data.pop("requests", None)  # every prompt of 200 documents: not needed here
-        return data
-
-    def cpu_seconds(self) -> float | None:
-        """User + system CPU the server process has used so far (Linux /proc)."""
-        if self.proc is None:
-            return None
-        try:
-            with open(f"/proc/{self.proc.pid}/stat", encoding="ascii") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            return None
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-    async def aclose(self) -> None:
-        if self.admin is not None:
-            await self.admin.aclose()
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-
-class ServerThread:
-    """The same server on a thread of this process (`--in-process`)."""
-
-    def __init__(self, latency: float) -> None:
-        from scholarflow.testing import FakeOpenAIServer
-
-        self.server = FakeOpenAIServer(latency=latency)
-        self.base_url = ""
-
-    def start(self) -> None:
-        self.server.start()
-        self.base_url = self.server.base_url
-
-    async def configure(self, **config: Any) -> None:
-        self.server.configure(**config)
-
-    async def reset(self) -> None:
-        self.server.reset()
-
-    async def stats(self) -> dict[str, Any]:
-        s = self.server.stats().to_dict()
-        s.pop("requests", None)
-        return s
-
-    def cpu_seconds(self) -> float | None:
-        return None  # same process: its CPU is in the client's
-
-    async def aclose(self) -> None:
-        self.server.stop()
-
 
 # --------------------------------------------------------------------------- running
 

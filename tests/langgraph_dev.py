@@ -19,13 +19,16 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import httpx
+
+if TYPE_CHECKING:
+    from langgraph_sdk.client import LangGraphClient
 
 REPO = Path(__file__).resolve().parents[1]
 GRAPH_ID = "scholarflow"  # langgraph.json
@@ -196,6 +199,18 @@ def start_server(
 # --- talking to them ---------------------------------------------------------------------------
 
 
+@asynccontextmanager
+async def sdk_client(server: Server) -> AsyncIterator[LangGraphClient]:
+    """A langgraph_sdk client of `server`, closed afterwards."""
+    from langgraph_sdk import get_client
+
+    client = get_client(url=server.url)
+    try:
+        yield client
+    finally:
+        await client.aclose()
+
+
 async def script(fake: Fake, **config: Any) -> None:
     """Reset the fake (rules, stats) and configure it."""
     async with httpx.AsyncClient(timeout=10) as http:
@@ -234,24 +249,18 @@ async def stream(
     server: Server, thread_id: str | None, *, assistant: str = GRAPH_ID, **kwargs: Any
 ) -> Run:
     """One run streamed as a langgraph_sdk client does it: custom and values, subgraphs too."""
-    from langgraph_sdk import get_client
-
-    client = get_client(url=server.url)
     run = Run([], {}, [])
-    try:
-        async with asyncio.timeout(RUN_TIMEOUT):
-            async for part in client.runs.stream(
-                thread_id, assistant, stream_mode=["custom", "values"], stream_subgraphs=True,
-                **kwargs,
-            ):
-                run.parts.append((part.event, part.data))
-                # Subgraph parts are named "custom|<namespace>" / "values|<namespace>".
-                if part.event.split("|")[0] == "custom":
-                    run.custom.append(part.data)
-                elif part.event == "values":
-                    run.values = part.data
-    finally:
-        await client.aclose()
+    async with sdk_client(server) as client, asyncio.timeout(RUN_TIMEOUT):
+        async for part in client.runs.stream(
+            thread_id, assistant, stream_mode=["custom", "values"], stream_subgraphs=True,
+            **kwargs,
+        ):
+            run.parts.append((part.event, part.data))
+            # Subgraph parts are named "custom|<namespace>" / "values|<namespace>".
+            if part.event.split("|")[0] == "custom":
+                run.custom.append(part.data)
+            elif part.event == "values":
+                run.values = part.data
     return run
 
 
@@ -275,13 +284,14 @@ def files_containing(root: Path, needle: str) -> list[str]:
 
 
 async def new_thread(server: Server) -> str:
-    from langgraph_sdk import get_client
-
-    client = get_client(url=server.url)
-    try:
+    async with sdk_client(server) as client:
         return str((await client.threads.create())["thread_id"])
-    finally:
-        await client.aclose()
+
+
+def next_nodes(history: list[dict[str, Any]], run_id: str) -> list[str]:
+    """The node each checkpoint of one run was about to run, oldest first."""
+    mine = [c for c in reversed(history) if c["metadata"].get("run_id") == run_id]
+    return [n for c in mine for n in c["next"]]
 
 
 def session_of(events: list[dict[str, Any]]) -> str:
@@ -293,6 +303,16 @@ def normalised(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     session = session_of(events)
     text = json.dumps(events, ensure_ascii=False).replace(session, "<session>")
     return cast(list[dict[str, Any]], json.loads(text))
+
+
+def shared_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The events naming no document: the per-document summaries run in parallel."""
+    return [e for e in events if "doc_id" not in e]
+
+
+def doc_events(events: list[dict[str, Any]], doc_id: str) -> list[dict[str, Any]]:
+    """One document's own events, in their order."""
+    return [e for e in events if e.get("doc_id") == doc_id]
 
 
 def cli_json_events(args: list[str], fake: Fake, home: Path) -> list[dict[str, Any]]:

@@ -28,12 +28,16 @@ from tests.langgraph_dev import (
     Run,
     Server,
     cli_json_events,
+    doc_events,
     fake_stats,
     files_containing,
     new_thread,
+    next_nodes,
     normalised,
     script,
+    sdk_client,
     session_of,
+    shared_events,
     start_fake,
     start_server,
     stream,
@@ -88,15 +92,10 @@ def _qa_rules() -> list[dict[str, Any]]:
 
 
 async def test_sdk_streams_a_run_from_langgraph_dev(server: Server, fake: Fake) -> None:
-    from langgraph_sdk import get_client
-
     await script(fake, rules=_qa_rules())
-    client = get_client(url=server.url)
-    try:
+    async with sdk_client(server) as client:
         assistants = await client.assistants.search(graph_id=GRAPH_ID)
         assert assistants, f"graph {GRAPH_ID!r} is not served\n{server.log_tail()}"
-    finally:
-        await client.aclose()
 
     run = await stream(server, await new_thread(server),
                        input={"query": QUESTION, "content": _paper()})
@@ -174,16 +173,10 @@ async def test_the_sdk_gets_the_same_events_as_the_cli(
     # Per-document summaries (the events naming a doc_id) run in parallel: their order
     # across documents is the scheduler's. Everything else keeps its order, and so does
     # each document's own stream.
-    def shared(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return [e for e in events if "doc_id" not in e]
-
-    def of_document(events: list[dict[str, Any]], doc_id: str) -> list[dict[str, Any]]:
-        return [e for e in events if e.get("doc_id") == doc_id]
-
-    assert shared(server_events) == shared(cli_events)
+    assert shared_events(server_events) == shared_events(cli_events)
     for doc_id in payload["document_contents"]:
-        assert of_document(cli_events, doc_id), f"no events for {doc_id}"
-        assert of_document(server_events, doc_id) == of_document(cli_events, doc_id), doc_id
+        assert doc_events(cli_events, doc_id), f"no events for {doc_id}"
+        assert doc_events(server_events, doc_id) == doc_events(cli_events, doc_id), doc_id
     assert Counter(json.dumps(e, sort_keys=True) for e in server_events) == Counter(
         json.dumps(e, sort_keys=True) for e in cli_events)
     kinds = set(served.types())
@@ -193,15 +186,7 @@ async def test_the_sdk_gets_the_same_events_as_the_cli(
 # --- threads -----------------------------------------------------------------------------------
 
 
-def _next_nodes(history: list[dict[str, Any]], run_id: str) -> list[str]:
-    """The node each checkpoint of one run was about to run, oldest first."""
-    mine = [c for c in reversed(history) if c["metadata"].get("run_id") == run_id]
-    return [n for c in mine for n in c["next"]]
-
-
 async def test_thread_history_is_browsable(server: Server, fake: Fake) -> None:
-    from langgraph_sdk import get_client
-
     await script(fake, rules=_qa_rules())
     thread_id = await new_thread(server)
     first = await stream(server, thread_id, input={"query": QUESTION, "content": _paper()})
@@ -212,24 +197,21 @@ async def test_thread_history_is_browsable(server: Server, fake: Fake) -> None:
     assert not second.failures(), f"{second.failures()}\n{server.log_tail()}"
     stats = await fake_stats(fake)
 
-    client = get_client(url=server.url)
-    try:
+    async with sdk_client(server) as client:
         history = await client.threads.get_history(thread_id, limit=100)
         latest = await client.threads.get_state(thread_id)
         end_of_first = next(c for c in history if c["metadata"].get("run_id") == first.run_id
                             and not c["next"])
         earlier = await client.threads.get_state(
             thread_id, checkpoint_id=end_of_first["checkpoint"]["checkpoint_id"])
-    finally:
-        await client.aclose()
 
     # Every checkpoint of both runs, newest first, each naming its run and step.
     assert {c["metadata"].get("run_id") for c in history} == {first.run_id, second.run_id}
     steps = [c["metadata"]["step"] for c in history]
     assert steps == sorted(steps, reverse=True) and steps[-1] == -1, steps
     assert [c["metadata"]["source"] for c in history].count("input") == 2
-    assert _next_nodes(history, first.run_id) == ["__start__", *FULL_CONTENT_NODES]
-    assert _next_nodes(history, second.run_id) == ["__start__", *CHAT_NODES]
+    assert next_nodes(history, first.run_id) == ["__start__", *FULL_CONTENT_NODES]
+    assert next_nodes(history, second.run_id) == ["__start__", *CHAT_NODES]
     parents = {c["checkpoint"]["checkpoint_id"]: (c["parent_checkpoint"] or {}).get(
         "checkpoint_id") for c in history}
     assert sum(parent is None for parent in parents.values()) == 1, "one chain, one root"
@@ -250,17 +232,12 @@ async def test_thread_history_is_browsable(server: Server, fake: Fake) -> None:
 
 
 async def test_studio_sees_input_output_and_context_schemas(server: Server) -> None:
-    from langgraph_sdk import get_client
-
-    client = get_client(url=server.url)
-    try:
+    async with sdk_client(server) as client:
         assistant = (await client.assistants.search(graph_id=GRAPH_ID))[0]
         schemas = await client.assistants.get_schemas(assistant["assistant_id"])
         graph = await client.assistants.get_graph(assistant["assistant_id"], xray=True)
         subgraphs = await client.assistants.get_subgraphs(assistant["assistant_id"],
                                                           recurse=True)
-    finally:
-        await client.aclose()
 
     given = schemas["input_schema"]
     assert given, f"no input schema\n{server.log_tail()}"
@@ -295,15 +272,10 @@ async def test_studio_sees_input_output_and_context_schemas(server: Server) -> N
 
 
 async def test_an_assistants_context_applies_to_its_runs(server: Server, fake: Fake) -> None:
-    from langgraph_sdk import get_client
-
     await script(fake, rules=_qa_rules())
-    client = get_client(url=server.url)
-    try:
+    async with sdk_client(server) as client:
         quiet = await client.assistants.create(graph_id=GRAPH_ID,
                                                context={"show_thinking": False})
-    finally:
-        await client.aclose()
     payload = {"query": QUESTION, "content": _paper()}
     default = await stream(server, await new_thread(server), input=payload)
     run = await stream(server, await new_thread(server), input=payload,
@@ -327,11 +299,8 @@ async def test_a_key_given_in_context_is_never_stored(server: Server, fake: Fake
     ./.langgraph_api for `langgraph dev`, the run table for `langgraph up`). So keys
     belong in the server's environment, never in a request.
     """
-    from langgraph_sdk import get_client
-
     await script(fake, rules=_qa_rules())
-    client = get_client(url=server.url)
-    try:
+    async with sdk_client(server) as client:
         thread_id = await new_thread(server)
         run = await stream(
             server, thread_id, input={"query": QUESTION, "content": _paper()},
@@ -346,8 +315,6 @@ async def test_a_key_given_in_context_is_never_stored(server: Server, fake: Fake
         history = await client.threads.get_history(thread_id, limit=100)
         stored_thread = await client.threads.get(thread_id)
         stored_run = await client.runs.get(thread_id, run.run_id)
-    finally:
-        await client.aclose()
 
     # The request as the server keeps it: not ours to filter (see the docstring).
     request_copy = stored_run["kwargs"].pop("context")
