@@ -48,6 +48,31 @@ def test_parse_keeps_senses_and_orders_translations() -> None:
     assert words.longest_headword == 4
 
 
+
+def test_glossary_senses_come_first_in_both_directions() -> None:
+    glossary = [("学习率", ["learning rate"]), ("载体", ["vector", "carrier"]),
+                ("长短期记忆", ["long short-term memory", "LSTM"]), ("值", ["value"])]
+    words = lexicon.parse(iter(SAMPLE.splitlines(keepends=True)), glossary)
+    assert words.zh_to_en["学习率"] == (("learning", "rate"),)  # CC-CEDICT lacks it
+    assert words.en_to_zh["learning rate"] == ("学习率",)
+    # Ranked before the dictionary's own senses and headwords, no sense repeated.
+    assert words.zh_to_en["载体"] == (("vector",), ("carrier",), ("vehicle",))
+    assert words.en_to_zh["vector"][0] == "载体"
+    # A term, however many tokens its hyphens make, translates from Chinese; a query's
+    # phrases (at most three words) cannot reach it from English.
+    assert words.zh_to_en["长短期记忆"][1] == ("lstm",)
+    assert words.en_to_zh["lstm"] == ("长短期记忆",)
+    assert "long short-term short term memory" not in words.en_to_zh
+    assert words.longest_headword == 5
+    assert "值" not in words.zh_to_en  # one character: too ambiguous, as in the dictionary
+
+
+def test_shipped_glossary_reads_and_covers_what_the_dictionary_lacks() -> None:
+    entries = dict(lexicon._read_glossary())
+    assert len(entries) > 300
+    assert entries["词元"] == ["token", "tokens"] and entries["困惑度"] == ["perplexity"]
+    assert all(chinese and all(english) for chinese, english in entries.items())
+
 @pytest.fixture
 def sample_lexicon(monkeypatch: pytest.MonkeyPatch) -> None:
     words = lexicon.parse(iter(SAMPLE.splitlines(keepends=True)))

@@ -17,6 +17,11 @@ maps, which are kept in the user's cache folder (`$XDG_CACHE_HOME`, else
 - English gloss (as BM25 terms, at most three) -> Chinese headwords, the
   headwords for which it is a primary sense first ("gradient" -> ["梯度", ...]).
 
+CC-CEDICT is a general dictionary: it lacks most technical terms (学习率,
+卷积, 词元, 困惑度) or glosses them in an everyday sense (token -> 代币). A
+glossary of machine-learning, retrieval and academic-writing terms
+(`data/glossary.tsv`) is merged in, its senses ranked before CC-CEDICT's.
+
 The terms come from the index's own tokenizer, so they match what is stored.
 """
 
@@ -31,7 +36,7 @@ import re
 import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from importlib import metadata, resources
 from pathlib import Path
@@ -53,6 +58,10 @@ _NOT_A_SENSE = ("variant of", "old variant", "see ", "see also", "cl:", "abbr.",
 # A gloss longer than this is an explanation ("four grandparents, two parents and
 # an only child"), which would match unrelated passages word by word.
 MAX_GLOSS_TERMS = 3
+# A glossary sense is a term, never an explanation; hyphens add terms
+# ("long short-term memory" is 5), so it may be longer.
+MAX_GLOSSARY_TERMS = 5
+_GLOSSARY = ("data", "glossary.tsv")
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +99,7 @@ def _load() -> Lexicon:
         return Lexicon(zh_to_en, en_to_zh, longest)
     except (OSError, EOFError, ValueError, TypeError):
         pass  # missing or unreadable: parse again
-    parsed = parse(_read_lines())
+    parsed = parse(_read_lines(), _read_glossary())
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=cache.name, suffix=".tmp", dir=cache.parent)
@@ -108,6 +117,7 @@ def _cache_file() -> Path:
     digest.update(metadata.version(_PACKAGE).encode() + sys.version.encode())  # marshal: per Python
     for module in (sys.modules[__name__], _tokenizer):
         digest.update(Path(module.__file__ or "").read_bytes())
+    digest.update(_glossary_text().encode())
     root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(root) / "scholarflow" / f"lexicon-{digest.hexdigest()[:16]}.marshal"
 
@@ -118,8 +128,27 @@ def _read_lines() -> Iterator[str]:
         yield from lines
 
 
-def parse(lines: Iterator[str]) -> Lexicon:
-    """Both maps from CC-CEDICT lines (`trad simp [pin1 yin1] /gloss/gloss/`)."""
+def _glossary_text() -> str:
+    return resources.files(__package__).joinpath(*_GLOSSARY).read_text(encoding="utf-8")
+
+
+def _read_glossary() -> list[tuple[str, list[str]]]:
+    """`中文<TAB>sense|sense` lines; # starts a comment."""
+    entries = []
+    for line in _glossary_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            chinese, _, english = line.partition("\t")
+            entries.append((chinese.strip(), [e.strip() for e in english.split("|")]))
+    return entries
+
+
+def parse(
+    lines: Iterator[str], glossary: Iterable[tuple[str, list[str]]] = ()
+) -> Lexicon:
+    """Both maps from CC-CEDICT lines (`trad simp [pin1 yin1] /gloss/gloss/`) and a glossary.
+
+    A glossary entry's senses come first in both directions.
+    """
     zh_to_en: dict[str, list[tuple[str, ...]]] = {}
     ranked: dict[str, dict[str, int]] = {}
     longest = 1
@@ -141,6 +170,16 @@ def parse(lines: Iterator[str]) -> Lexicon:
         for rank, sense in enumerate(senses):
             by_word = ranked.setdefault(" ".join(sense), {})
             by_word[simplified] = min(rank, by_word.get(simplified, rank))
+    for chinese, english in glossary:
+        if len(chinese) < 2 or not _HAN.fullmatch(chinese):
+            continue  # one character is too ambiguous to translate alone
+        senses = [t for e in english if 0 < len(t := tuple(tokenize(e))) <= MAX_GLOSSARY_TERMS]
+        senses = list(dict.fromkeys(senses))
+        zh_to_en[chinese] = senses + [s for s in zh_to_en.get(chinese, []) if s not in senses]
+        longest = max(longest, len(chinese))
+        for sense in senses:
+            if len(sense) <= MAX_GLOSS_TERMS:  # what a query's phrase lookup can reach
+                ranked.setdefault(" ".join(sense), {})[chinese] = -1
     en_to_zh = {
         key: tuple(sorted(words, key=lambda w: (words[w], len(w) == 1)))
         for key, words in ranked.items()
