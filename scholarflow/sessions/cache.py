@@ -13,12 +13,11 @@ import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import Protocol, Self, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from scholarflow.sessions.paths import database_path
 from scholarflow.sessions.sqlite import SqliteDatabase, transaction
-from scholarflow.sessions.store import AsyncClosable
+from scholarflow.sessions.store import AsyncClosable, ClosesOnExit
 
 DEFAULT_TTL_SECONDS = 7 * 24 * 3600
 # Expired rows are deleted on the first write and then every this many writes;
@@ -60,7 +59,7 @@ class SummaryCache(AsyncClosable, Protocol):
     async def close(self) -> None: ...
 
 
-class SqliteSummaryCache:
+class SqliteSummaryCache(ClosesOnExit):
     """SummaryCache in a SQLite file; it can share the file with SqliteSessionStore.
 
     `clock` (unix seconds) is injectable so tests can move time forward.
@@ -74,17 +73,6 @@ class SqliteSummaryCache:
     @property
     def path(self) -> Path:
         return self._db.path
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     async def close(self) -> None:
         """Close the connection; a later call opens a new one."""

@@ -19,12 +19,12 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 from scholarflow.sessions.models import Message, MessageType, SessionInfo, make_title
 from scholarflow.sessions.postgres_db import PostgresDatabase
 from scholarflow.sessions.store import (
+    ClosesOnExit,
     CompressionConflictError,
     SessionNotFoundError,
     check_session_id,
@@ -74,7 +74,7 @@ def _storable(text: str) -> str:
     return text.replace("\x00", "\ufffd")
 
 
-class PostgresSessionStore:
+class PostgresSessionStore(ClosesOnExit):
     """SessionStore on PostgreSQL; see the module docstring for how it stays consistent."""
 
     def __init__(self, database: PostgresDatabase | str, *, schema: str | None = None) -> None:
@@ -85,17 +85,6 @@ class PostgresSessionStore:
         self._ddl = [d.format(s=s, m=m) for d in _DDL]
         self._s, self._m = s, m
         self._seq = f"pg_get_serial_sequence('{m}', 'id')"
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     async def close(self) -> None:
         await self.db.close()

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from types import TracebackType
-from typing import Self
 
 from scholarflow.sessions.cache import DEFAULT_TTL_SECONDS, PURGE_EVERY_WRITES
 from scholarflow.sessions.postgres_db import PostgresDatabase
+from scholarflow.sessions.store import ClosesOnExit
 
 _DDL = (
     """CREATE TABLE IF NOT EXISTS {t} (
@@ -25,7 +24,7 @@ _DDL = (
 )
 
 
-class PostgresSummaryCache:
+class PostgresSummaryCache(ClosesOnExit):
     """SummaryCache in a PostgreSQL table; `clock` (unix seconds) is injectable for tests."""
 
     def __init__(
@@ -42,17 +41,6 @@ class PostgresSummaryCache:
         self._ddl = [d.format(t=self._t) for d in _DDL]
         self._clock = clock
         self._writes = 0
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     async def close(self) -> None:
         await self.db.close()

@@ -18,8 +18,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Sequence
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from scholarflow.errors import ConfigurationError
 from scholarflow.sessions.cache import DEFAULT_TTL_SECONDS
@@ -31,6 +30,7 @@ from scholarflow.sessions.services import (
     redact_url,
     unreachable,
 )
+from scholarflow.sessions.store import ClosesOnExit
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -42,7 +42,7 @@ SOCKET_TIMEOUT_SECONDS = 5.0
 RETRY_AFTER_SECONDS = 30.0
 
 
-class RedisSummaryCache:
+class RedisSummaryCache(ClosesOnExit):
     """SummaryCache on Redis; see the module docstring for what happens when Redis fails."""
 
     def __init__(
@@ -64,17 +64,6 @@ class RedisSummaryCache:
         self._reached = False  # some command has succeeded: failures now mean "lost"
         self._lost = False  # in an outage: warned once, skipping Redis until _retry_at
         self._retry_at = 0.0
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     def _redis(self) -> Redis:
         loop = asyncio.get_running_loop()

@@ -14,6 +14,9 @@ environment (a test, a new server configuration) takes effect.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from scholarflow.sessions.cache import SqliteSummaryCache, SummaryCache
 from scholarflow.sessions.paths import DATABASE_FILENAME, home_path
 from scholarflow.sessions.postgres import PostgresSessionStore
@@ -24,6 +27,9 @@ from scholarflow.sessions.services import DATABASE_URL_ENV, REDIS_URL_ENV, env_u
 from scholarflow.sessions.sqlite import SqliteSessionStore
 from scholarflow.sessions.store import SessionStore
 
+K = TypeVar("K")
+T = TypeVar("T")
+
 _stores: dict[tuple[str, str], SessionStore] = {}
 _caches: dict[tuple[str, str], SummaryCache] = {}
 _databases: dict[str, PostgresDatabase] = {}
@@ -31,40 +37,31 @@ _databases: dict[str, PostgresDatabase] = {}
 
 def _database(url: str) -> PostgresDatabase:
     # The store and the PostgreSQL cache share one pool.
-    if url not in _databases:
-        _databases[url] = PostgresDatabase(url)
-    return _databases[url]
+    return _one(_databases, url, lambda: PostgresDatabase(url))
 
 
 def session_store() -> SessionStore:
     if url := env_url(DATABASE_URL_ENV):
-        key = ("postgresql", url)
-        if key not in _stores:
-            _stores[key] = PostgresSessionStore(_database(url))
-        return _stores[key]
+        return _one(_stores, ("postgresql", url), lambda: PostgresSessionStore(_database(url)))
     path = home_path() / DATABASE_FILENAME
-    key = ("sqlite", str(path))
-    if key not in _stores:
-        _stores[key] = SqliteSessionStore(path)
-    return _stores[key]
+    return _one(_stores, ("sqlite", str(path)), lambda: SqliteSessionStore(path))
 
 
 def summary_cache() -> SummaryCache:
     if url := env_url(REDIS_URL_ENV):
-        key = ("redis", url)
-        if key not in _caches:
-            _caches[key] = RedisSummaryCache(url)
-        return _caches[key]
-    if url := env_url(DATABASE_URL_ENV):
-        key = ("postgresql", url)
-        if key not in _caches:
-            _caches[key] = PostgresSummaryCache(_database(url))
-        return _caches[key]
+        return _one(_caches, ("redis", url), lambda: RedisSummaryCache(url))
+    if pg_url := env_url(DATABASE_URL_ENV):
+        return _one(_caches, ("postgresql", pg_url),
+                    lambda: PostgresSummaryCache(_database(pg_url)))
     path = home_path() / DATABASE_FILENAME
-    key = ("sqlite", str(path))
-    if key not in _caches:
-        _caches[key] = SqliteSummaryCache(path)
-    return _caches[key]
+    return _one(_caches, ("sqlite", str(path)), lambda: SqliteSummaryCache(path))
+
+
+def _one(made: dict[K, T], key: K, make: Callable[[], T]) -> T:
+    """One backend object per (kind, address) and process."""
+    if key not in made:
+        made[key] = make()
+    return made[key]
 
 
 async def check_backends() -> None:

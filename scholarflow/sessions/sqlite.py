@@ -25,11 +25,11 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from types import TracebackType
-from typing import Self, TypeVar
+from typing import TypeVar
 
 from scholarflow.sessions.models import Message, MessageType, SessionInfo, make_title
 from scholarflow.sessions.store import (
+    ClosesOnExit,
     CompressionConflictError,
     SessionNotFoundError,
     check_session_id,
@@ -169,7 +169,7 @@ def _session_row(conn: sqlite3.Connection, session_id: str) -> sqlite3.Row:
     return row
 
 
-class SqliteSessionStore:
+class SqliteSessionStore(ClosesOnExit):
     """SessionStore on a SQLite file; it can share the file with SqliteSummaryCache."""
 
     def __init__(self, path: Path) -> None:
@@ -178,17 +178,6 @@ class SqliteSessionStore:
     @property
     def path(self) -> Path:
         return self._db.path
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     async def close(self) -> None:
         """Close the connection; a later call opens a new one."""

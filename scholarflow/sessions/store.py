@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from types import TracebackType
+from typing import Protocol, Self, runtime_checkable
 
 from scholarflow.errors import InputError
 from scholarflow.sessions.models import Message, MessageType, SessionInfo
@@ -43,6 +44,24 @@ class CompressionConflictError(ValueError):
 
     Usually another compression of the same session won a race; nothing was changed.
     """
+
+
+class ClosesOnExit:
+    """`async with` for a backend: leaving the block closes it (subclasses define close)."""
+
+    async def close(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
 
 
 class AsyncClosable(Protocol):
