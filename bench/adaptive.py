@@ -1,11 +1,12 @@
 """Adaptive LLM limit benchmark: 200 summaries against a rate-limiting server.
 
-    .venv/bin/python bench/adaptive.py [--docs 200] [--cap 10] [--latency 0.5] [--k 7]
+    .venv/bin/python bench/adaptive.py [--docs 200] [--cap 10] [--latency 0.5] [--k 7] [--k-small 3]
 
 Each scenario runs the real graph ("Summarize these papers" over N documents
 given directly -> multi_doc_summary, then one answer) against the scripted
 server (a subprocess, as in bench/fanout.py), twice: with a fixed cap of C
-(`adaptive_llm_limit=False`) and with the adaptive limit (AIMD, the default).
+(`adaptive_llm_limit=False`) and with the adaptive limit (AIMD with verified
+decreases, the default).
 Both retry 429s with the nodes' real `LLM_RETRY` policy (exponential backoff
 with jitter). Fault models (429s are answered at once, as rate limiters do,
 unless --fault-latency says otherwise):
@@ -16,10 +17,13 @@ unless --fault-latency says otherwise):
 * inflight: a 429 for a call arriving while K calls are already being served
   (a concurrency limit, what vLLM-style servers, gateways and per-key
   concurrency quotas enforce). Calls the client sends above K are wasted.
+* inflight-small: the same with a small quota K' (--k-small, 3), which one
+  halving from C = 10 does not reach.
 
 Per run: summaries done (and lost after LLM_RETRY gave up), chat calls and
 429s seen by the server, wall time, the server's peak in-flight calls, and
-the limiter's halvings, lowest limit and time-averaged limit.
+the limiter's halvings, restores (tests that found the 429s not caused by
+the load), lowest limit and time-averaged limit.
 
 Exit code is 0 even when a target is missed: it is a benchmark, not a test.
 """
@@ -43,7 +47,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fanout import SUMMARY_QUERY, ServerProcess, make_documents
 
-FAULTS = ("every3rd", "inflight")
+FAULTS = ("every3rd", "inflight", "inflight-small")
 
 
 @dataclass
@@ -57,6 +61,7 @@ class Run:
     wall: float
     server_peak: int
     decreases: int
+    restores: int
     min_limit: int
     mean_limit: float
     answered: bool
@@ -71,10 +76,18 @@ class Scenario:
         return [r for r in self.runs if r.mode == mode]
 
 
-def fault_config(fault: str, k: int, fault_latency: float) -> dict[str, Any]:
+def quota(fault: str, args: argparse.Namespace) -> int:
+    return int(args.k_small if fault == "inflight-small" else args.k)
+
+
+def label(fault: str, args: argparse.Namespace) -> str:
+    return "every 3rd call" if fault == "every3rd" else f"in flight > {quota(fault, args)}"
+
+
+def fault_config(fault: str, args: argparse.Namespace) -> dict[str, Any]:
     if fault == "every3rd":
-        return {"fail_every_n": 3, "fail_status": 429, "fault_latency": fault_latency}
-    return {"rate_limit_in_flight": k, "fault_latency": fault_latency}
+        return {"fail_every_n": 3, "fail_status": 429, "fault_latency": args.fault_latency}
+    return {"rate_limit_in_flight": quota(fault, args), "fault_latency": args.fault_latency}
 
 
 async def sample_limit(lim: Any, samples: list[int], stop: asyncio.Event) -> None:
@@ -91,7 +104,7 @@ async def one_run(graph: Any, server: ServerProcess, args: argparse.Namespace, f
     ctx = Context(max_concurrent_llm_calls=args.cap, adaptive_llm_limit=mode == "adaptive")
     docs = make_documents(args.docs, seed=seed)  # new texts each run: no cache hits
     await server.reset()
-    await server.configure(latency=args.latency, **fault_config(fault, args.k, args.fault_latency))
+    await server.configure(latency=args.latency, **fault_config(fault, args))
     lim = llm.limiter(ctx)
     lim.reset()
     samples: list[int] = []
@@ -116,7 +129,7 @@ async def one_run(graph: Any, server: ServerProcess, args: argparse.Namespace, f
     return Run(
         fault=fault, mode=mode, done=done, lost=lost, calls=stats["chat_calls"],
         rate_limited=stats["failed_calls"], wall=wall, server_peak=stats["max_in_flight"],
-        decreases=lim.decreases, min_limit=lim.min_capacity,
+        decreases=lim.decreases, restores=lim.restores, min_limit=lim.min_capacity,
         mean_limit=statistics.mean(samples) if samples else float(lim.capacity),
         answered=bool(final.get("answer")) and not final.get("error"),
     )
@@ -144,7 +157,7 @@ async def bench(args: argparse.Namespace, server: ServerProcess) -> list[Scenari
                 seed += 1
                 run = await one_run(graph, server, args, fault, mode, seed)
                 scenario.runs.append(run)
-                print(f"  {fault:9s} {mode:8s} rep {rep + 1}: {run.done}/{args.docs} done, "
+                print(f"  {fault:14s} {mode:8s} rep {rep + 1}: {run.done}/{args.docs} done, "
                       f"{run.calls} calls, {run.rate_limited} x 429, {run.wall:.2f} s",
                       file=sys.stderr, flush=True)
         scenarios.append(scenario)
@@ -160,17 +173,19 @@ def print_report(scenarios: list[Scenario], args: argparse.Namespace, total: flo
     n, cap = args.docs, args.cap
     print()
     print(f"## scholarflow adaptive limit benchmark (N={n}, C={cap}, L={args.latency} s, "
-          f"K={args.k}, 429 after {args.fault_latency} s, {args.repeats} run(s) per mode)")
+          f"K={args.k}, K'={args.k_small}, 429 after {args.fault_latency} s, "
+          f"{args.repeats} run(s) per mode)")
     print()
     print("| fault | limit | summaries done | lost | chat calls | 429s | wall s | "
-          "server peak in flight | halvings | lowest / mean limit |")
+          "server peak in flight | halvings / restores | lowest / mean limit |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for sc in scenarios:
-        label = "every 3rd call" if sc.fault == "every3rd" else f"in flight > {args.k}"
+        name = label(sc.fault, args)
         for r in sc.runs:
             limit = "adaptive" if r.mode == "adaptive" else f"fixed {cap}"
-            print(f"| {label} | {limit} | {r.done}/{n} | {r.lost} | {r.calls} | "
-                  f"{r.rate_limited} | {r.wall:.2f} | {r.server_peak} | {r.decreases} | "
+            print(f"| {name} | {limit} | {r.done}/{n} | {r.lost} | {r.calls} | "
+                  f"{r.rate_limited} | {r.wall:.2f} | {r.server_peak} | "
+                  f"{r.decreases} / {r.restores} | "
                   f"{r.min_limit} / {r.mean_limit:.1f} |")
     print()
     print("| fault | metric (median over runs) | fixed | adaptive | adaptive / fixed | "
@@ -178,7 +193,7 @@ def print_report(scenarios: list[Scenario], args: argparse.Namespace, total: flo
     print("|---|---|---|---|---|---|---|")
     missed: list[str] = []
     for sc in scenarios:
-        label = "every 3rd call" if sc.fault == "every3rd" else f"in flight > {args.k}"
+        fault_label = label(sc.fault, args)
         fixed, adaptive = sc.of("fixed"), sc.of("adaptive")
         metrics: list[tuple[str, str, str]] = [  # (name, Run attribute, target)
             ("summaries done", "done", "all"), ("chat calls", "calls", "fewer"),
@@ -196,10 +211,10 @@ def print_report(scenarios: list[Scenario], args: argparse.Namespace, total: flo
                 ok = a < f
             mark = "" if ok is None else ("ok" if ok else "**MISSED**")
             if ok is False:
-                missed.append(f"{label}: {name}")
+                missed.append(f"{fault_label}: {name}")
             digits = 2 if attr == "wall" else 0
-            print(f"| {label} | {name} | {f:.{digits}f} | {a:.{digits}f} | {ratio} | {target} "
-                  f"| {mark} |")
+            print(f"| {fault_label} | {name} | {f:.{digits}f} | {a:.{digits}f} | {ratio} "
+                  f"| {target} | {mark} |")
     peak = max(r.server_peak for sc in scenarios for r in sc.runs)
     print(f"| all | server peak in flight, any run | | {peak} | | <= {cap} | "
           f"{'ok' if peak <= cap else '**MISSED**'} |")
@@ -208,9 +223,8 @@ def print_report(scenarios: list[Scenario], args: argparse.Namespace, total: flo
     print()
     if any(sc.fault == "every3rd" for sc in scenarios):
         print("note (every 3rd call): the server fails calls by their count, whatever the "
-              "client does, so every client needs the same ~1.5 calls per summary; the "
-              "adaptive limit reads each 429 as congestion and backs off for nothing. Its "
-              "MISSED rows are expected: see bench/README.md.")
+              "client does, so every client needs the same ~1.5 calls per summary: 'fewer "
+              "calls' cannot be met, by any client; see bench/README.md.")
     cores = os.cpu_count()
     load = "/".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"machine: {platform.machine()} {platform.system()}, {cores} cores, load average "
@@ -251,6 +265,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="server latency of a successful call, s (L)")
     p.add_argument("--k", type=int, default=7,
                    help="inflight fault: calls the server serves at once (K)")
+    p.add_argument("--k-small", type=int, default=3,
+                   help="inflight-small fault: calls the server serves at once (K')")
     p.add_argument("--fault-latency", type=float, default=0.0,
                    help="seconds before a 429 is answered (default 0: at once)")
     p.add_argument("--repeats", type=int, default=1, help="runs per fault model and mode")

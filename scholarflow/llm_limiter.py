@@ -10,10 +10,27 @@ each success grows it by one, always within [1, max_capacity]:
   of the congestion already answered, so it does not halve again: ten calls
   failing together halve once, not down to 1. Successes of such calls do not
   grow the limit either: they say nothing about the new one.
+* Decrease, then verify. A 429 may not be about our load at all (a flaky
+  gateway, a quota shared with others, a fault on every n-th request): then
+  halving only slows us down, and plain AIMD halves down to 1. So a halving
+  is a test: the next `2 x limit` (at least 4) outcomes of calls granted
+  under the halved limit are counted, with the limit held still. "Before" is
+  the 429 fraction of the latest `4 x max_capacity` outcomes at the halving
+  plus the calls then in flight. If the window's fraction is at most half of
+  it, the halving helped: our load drew the 429s, and AIMD goes on from there.
+  If not (judged as soon as the window holds too many 429s to pass), the limit
+  halves again and tests again: a quota of 3 is not helped by a limit of 5, as
+  the 2 slots over it keep turning 429s over at once. If even one call at a
+  time draws 429s as often, they are not caused by our load: the limit goes
+  back to where the test started, and 429s do not halve it for the next
+  `HOLD_PER_SLOT x max_capacity` outcomes, unless their fraction rises clearly
+  above the one found load-free (new congestion). The cost under real
+  congestion: each halving holds the limit still for about two rounds of calls.
 * No preemption. Shrinking below the calls in flight cancels nothing; no slot
   is handed out until fewer than `capacity` are in flight.
 * Retry-After (seconds, bounded by `MAX_PAUSE_SECONDS`) pauses handing out
-  slots until it has passed; calls in flight go on.
+  slots until it has passed; calls in flight go on. It is honoured always,
+  during a test and a hold too: the server asked for it.
 
 With `adaptive` off it is a plain fixed cap. A slot reports back on its own:
 leaving `slot()` normally is a success, by `RateLimitedLLMError` a 429.
@@ -27,6 +44,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from scholarflow.errors import RateLimitedLLMError
@@ -34,6 +52,25 @@ from scholarflow.errors import RateLimitedLLMError
 # A longer Retry-After (a misconfigured proxy, a daily quota) would stall every
 # run in the process; past this the node's own retries and errors take over.
 MAX_PAUSE_SECONDS = 60.0
+# After a test found the 429s load-independent, ignore them for this many outcomes
+# per slot of the cap (320 for 10). A test costs ~20 outcomes at reduced limits, so
+# testing again this rarely costs a few percent; new congestion is caught sooner
+# by the rise of the 429 fraction.
+HOLD_PER_SLOT = 32
+
+
+@dataclass(slots=True)
+class _Test:
+    """Halvings under test: the outcomes of calls granted in `epoch` judge the latest."""
+
+    start: int  # the limit before the first halving: restored if no halving helps
+    base_epoch: int  # calls granted up to it are the "before" cohort
+    before_seen: int  # the latest outcomes at the first halving, and the late ones
+    before_failed: int  # of the before cohort: a call in flight then is part of it
+    epoch: int = 0
+    size: int = 0  # outcomes of `epoch` to count before judging
+    seen: int = 0
+    failed: int = 0
 
 
 class LLMLimiter:
@@ -57,6 +94,7 @@ class LLMLimiter:
         self._paused_until = 0.0
         self._timer: asyncio.TimerHandle | None = None
         self._timer_loop: asyncio.AbstractEventLoop | None = None
+        self._clear_feedback()
         self.reset_stats()
 
     # ------------------------------------------------------------------ state
@@ -88,6 +126,7 @@ class LLMLimiter:
         if on != self._adaptive:
             self._adaptive = on
             self._limit, self._paused_until = self._max, 0.0
+            self._clear_feedback()
             self._hand_over()
 
     def paused_for(self) -> float:
@@ -97,41 +136,113 @@ class LLMLimiter:
     def set_capacity(self, capacity: int) -> None:
         """A new configured cap; the adaptive limit starts again from it."""
         self._max = self._limit = max(1, capacity)
+        self._clear_feedback()
         self._hand_over()
 
     def reset(self) -> None:
         """Back to the configured cap with no pause and fresh statistics."""
         self._limit, self._paused_until = self._max, 0.0
+        self._clear_feedback()
         self.reset_stats()
         self._hand_over()
 
     def reset_stats(self) -> None:
         self.max_in_flight = self._in_flight
         self.min_capacity = self._limit
-        self.decreases = 0  # halvings: congestion events answered
+        self.decreases = 0  # halvings, tested ones included
         self.rate_limited = 0  # 429s seen, counted or not
+        self.restores = 0  # tests that found the 429s not caused by our load
+
+    def _clear_feedback(self) -> None:
+        """Forget what past outcomes said: no test running, no hold."""
+        # 429 (True) or success of the latest outcomes.
+        self._history: deque[bool] = deque(maxlen=max(8, 4 * self._max))
+        self._test: _Test | None = None
+        self._hold = 0  # outcomes left during which 429s are taken as not ours
+        self._background = 0.0  # the 429 fraction the last test found load-independent
+
+    @property
+    def testing(self) -> bool:
+        """Whether a halving is being tested (the limit is held still meanwhile)."""
+        return self._test is not None
+
+    @property
+    def holding(self) -> int:
+        """Outcomes left during which 429s are taken as not caused by our load."""
+        return self._hold
 
     # ------------------------------------------------------------- feedback
 
     def record_success(self, started_epoch: int) -> None:
         """Additive increase: one more slot, if the call ran under the current limit."""
-        if self._adaptive and started_epoch == self._epoch and self._limit < self._max:
-            self._limit += 1
+        if self._adaptive:
+            self._record(started_epoch, rate_limited=False)
             self._hand_over()
 
     def record_rate_limit(self, started_epoch: int, retry_after: float | None = None) -> None:
-        """Multiplicative decrease, once per congestion event; honour Retry-After."""
+        """Multiplicative decrease, once per congestion event and verified; honour Retry-After."""
         self.rate_limited += 1
         if not self._adaptive:
             return
         if retry_after is not None and retry_after > 0:
             until = self._clock() + min(retry_after, MAX_PAUSE_SECONDS)
             self._paused_until = max(self._paused_until, until)
-        if started_epoch == self._epoch:
-            self._epoch += 1
-            self.decreases += 1
-            self._limit = max(1, self._limit // 2)
-            self.min_capacity = min(self.min_capacity, self._limit)
+        self._record(started_epoch, rate_limited=True)
+        self._hand_over()  # a test that failed may have raised the limit again
+
+    def _record(self, started: int, *, rate_limited: bool) -> None:
+        self._history.append(rate_limited)
+        self._hold = max(0, self._hold - 1)
+        test = self._test
+        if test is not None:
+            if started == test.epoch:  # an outcome under the tested limit
+                test.seen += 1
+                test.failed += rate_limited
+                self._judge(test)
+            elif started <= test.base_epoch:
+                # In flight at the first halving: these are mostly the slow successes
+                # (429s come back at once), so leaving them out would bias "before" up.
+                test.before_seen += 1
+                test.before_failed += rate_limited
+            return  # the limit is held still during a test
+        if started != self._epoch:
+            return  # sent under an older limit: says nothing about this one
+        if not rate_limited:
+            self._limit = min(self._max, self._limit + 1)
+        elif not self._hold or self._fraction() > self._background + (1 - self._background) / 3:
+            # Not held, or the 429s clearly rose above the level found load-free.
+            recent = self._history
+            self._test = _Test(self._limit, self._epoch, len(recent), sum(recent))
+            self._halve(self._test)
+
+    def _judge(self, test: _Test) -> None:
+        """Did the halving lower the 429 fraction clearly (to half of before, or less)?
+
+        Judged when the window is full, or as soon as it holds too many 429s to pass.
+        """
+        before = test.before_failed / test.before_seen
+        if test.failed <= before / 2 * test.size:
+            if test.seen >= test.size:
+                self._test = None  # it did: our load drew the 429s; plain AIMD from here
+        elif self._limit > 1:
+            self._halve(test)  # maybe not far enough yet: halve again, test again
+        else:  # one call at a time draws 429s as often: they are not about our load
+            self._test = None
+            self._limit = max(self._limit, test.start)
+            self._background = before
+            self._hold = HOLD_PER_SLOT * self._max
+            self.restores += 1
+
+    def _halve(self, test: _Test) -> None:
+        self._epoch += 1
+        self.decreases += 1
+        self._limit = max(1, self._limit // 2)
+        self.min_capacity = min(self.min_capacity, self._limit)
+        test.epoch, test.size, test.seen, test.failed = self._epoch, max(4, 2 * self._limit), 0, 0
+
+    def _fraction(self) -> float:
+        """The 429 fraction of the latest outcomes."""
+        return sum(self._history) / len(self._history) if self._history else 0.0
 
     # ------------------------------------------------------------- slots
 
