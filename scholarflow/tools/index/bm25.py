@@ -35,6 +35,9 @@ _MERGE_STEP = 1 << 20
 
 IntArray = npt.NDArray[np.int64]
 Int32Array = npt.NDArray[np.int32]
+# Chunk positions in memory: numpy converts any other index type on every fancy
+# index, which was 60% of scoring a Chinese query (~440k postings). Saved as int32.
+IntpArray = npt.NDArray[np.intp]
 FloatArray = npt.NDArray[np.float32]
 
 
@@ -43,13 +46,13 @@ class Segment:
     """The postings of some chunks, term-major: term t's are [indptr[t], indptr[t + 1])."""
 
     indptr: IntArray  # len = vocabulary size when built + 1
-    docs: Int32Array  # chunk positions, increasing within a term
+    docs: IntpArray  # chunk positions, increasing within a term
     tf: npt.NDArray[np.integer]  # times the term occurs in the chunk
     data: FloatArray  # BM25 of each posting, valid for the terms `Bm25Index` marks fresh
 
     @classmethod
     def empty(cls) -> Segment:
-        return cls(np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.uint16),
+        return cls(np.zeros(1, np.int64), np.zeros(0, np.intp), np.zeros(0, np.uint16),
                    np.zeros(0, np.float32))
 
     @property
@@ -66,7 +69,7 @@ def build_segment(ids: Int32Array, lengths: IntArray, first: int, vocab_size: in
     """Postings of chunks `first`, `first + 1`, ... whose term ids, concatenated, are `ids`."""
     n = len(lengths)
     if n == 0 or len(ids) == 0:
-        return Segment(np.zeros(vocab_size + 1, np.int64), np.zeros(0, np.int32),
+        return Segment(np.zeros(vocab_size + 1, np.int64), np.zeros(0, np.intp),
                        np.zeros(0, np.uint16), np.zeros(0, np.float32))
     doc = np.repeat(np.arange(n, dtype=np.int64), lengths)
     # One sort gives the postings term-major and counts each (term, chunk) pair.
@@ -74,7 +77,7 @@ def build_segment(ids: Int32Array, lengths: IntArray, first: int, vocab_size: in
     terms, docs = np.divmod(keys, n)
     indptr = np.zeros(vocab_size + 1, np.int64)
     np.cumsum(np.bincount(terms, minlength=vocab_size), out=indptr[1:])
-    return Segment(indptr, (docs + first).astype(np.int32), _small(tf),
+    return Segment(indptr, (docs + first).astype(np.intp), _small(tf),
                    np.zeros(len(keys), np.float32))
 
 
@@ -95,7 +98,7 @@ def merge_segments(segments: Sequence[Segment], vocab_size: int) -> Segment:
         df[:len(s.indptr) - 1] += np.diff(s.indptr)
     indptr = np.zeros(vocab_size + 1, np.int64)
     np.cumsum(df, out=indptr[1:])
-    docs = np.empty(int(indptr[-1]), np.int32)
+    docs = np.empty(int(indptr[-1]), np.intp)
     tf = np.empty(int(indptr[-1]), np.result_type(*(s.tf for s in parts)))
     free = indptr[:-1].copy()  # where each term's next postings go
     for s in parts:
@@ -230,7 +233,7 @@ class Bm25Index:
                     out[segment.docs[start:end]] += segment.data[start:end]
         return out
 
-    def postings(self, term: int) -> tuple[Int32Array, FloatArray]:
+    def postings(self, term: int) -> tuple[IntpArray, FloatArray]:
         """(chunks, BM25) of one term's postings, chunks increasing."""
         self._refresh(term)
         a, b = self.main.span(term)

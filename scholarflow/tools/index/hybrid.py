@@ -39,7 +39,6 @@ from scholarflow.tools.index.bm25 import Bm25Index
 from scholarflow.tools.index.crosslingual import Group, LexicalQuery
 
 FloatArray = npt.NDArray[np.float32]
-IntArray = npt.NDArray[np.int32]
 
 
 def hybrid_scores(lexical: FloatArray, cosine: FloatArray, weight: float) -> FloatArray:
@@ -85,17 +84,17 @@ def translated_view(index: Bm25Index, groups: Sequence[Group]) -> tuple[FloatArr
             continue
         bound += group.weight * max(index.bound(ids) for ids in alternatives)
         if len(alternatives) == 1 and len(alternatives[0]) == 1:
-            docs, data = _postings(index, alternatives[0][0])
+            docs, data = index.postings(alternatives[0][0])
             total[docs] += data * weight  # one posting per chunk: exact
             continue
         for ids in alternatives:
             if len(ids) == 1:
-                docs, data = _postings(index, ids[0])
+                docs, data = index.postings(ids[0])
                 best[docs] = np.maximum(best[docs], data)
             else:  # the chunk's BM25 for all the alternative's terms, then the max
                 partial = np.zeros(index.size, np.float32)
                 for t in ids:
-                    docs, data = _postings(index, t)
+                    docs, data = index.postings(t)
                     partial[docs] += data
                 np.maximum(best, partial, out=best)
         best *= weight
@@ -107,8 +106,3 @@ def translated_view(index: Bm25Index, groups: Sequence[Group]) -> tuple[FloatArr
 def _ids(index: Bm25Index, terms: Sequence[str]) -> list[int]:
     return index.term_ids(list(dict.fromkeys(terms)))
 
-
-def _postings(index: Bm25Index, term: int) -> tuple[npt.NDArray[np.intp], FloatArray]:
-    # intp indices: numpy converts int32 ones on every fancy-index operation.
-    docs, data = index.postings(term)
-    return docs.astype(np.intp), data
