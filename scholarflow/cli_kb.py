@@ -40,8 +40,9 @@ def add_parsers(sub: Any) -> None:
                         help=f"knowledge base name (default: {DEFAULT_KB})")
     search.add_argument("--doc", action="append", default=[], metavar="ID",
                         help="only this document (repeatable)")
+    default_top_n = Context.__dataclass_fields__["top_n"].default
     search.add_argument("--top-n", type=_positive_int, default=None, metavar="N",
-                        help=f"chunks to print (default: {Context().top_n})")
+                        help=f"chunks to print (default: {default_top_n})")
     search.add_argument("--no-translate", action="store_true",
                         help="search with the query alone (by default, when an LLM is "
                              "configured, its translation into the other language is searched "

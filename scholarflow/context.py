@@ -14,12 +14,35 @@ from typing import Any, Literal
 
 from langgraph.runtime import Runtime
 
+from scholarflow.errors import ConfigurationError
+
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_MAX_CONCURRENT_LLM_CALLS = 10
+# Process settings from the environment: how a LangGraph server's operator sets them.
+MAX_CALLS_ENV = "SCHOLARFLOW_MAX_CONCURRENT_LLM_CALLS"
+ADAPTIVE_ENV = "SCHOLARFLOW_ADAPTIVE_LLM_LIMIT"
 
 
 def _doc(text: str) -> Any:
     return {"description": text}
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit() or int(raw) < 1:
+        raise ConfigurationError(f"{name} must be a whole number of at least 1, not {raw!r}")
+    return int(raw)
+
+
+def _env_flag(name: str, *, default: bool) -> bool:
+    raw = os.environ.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw not in {"0", "1", "true", "false"}:
+        raise ConfigurationError(f"{name} must be 0 or 1, not {raw!r}")
+    return raw in {"1", "true"}
 
 
 @dataclass(kw_only=True)
@@ -55,13 +78,15 @@ class Context:
                       "available budget is read whole (full_content)."),
     )
     max_concurrent_llm_calls: int = field(
-        default=DEFAULT_MAX_CONCURRENT_LLM_CALLS,
-        metadata=_doc("Process-wide cap on LLM calls in flight."),
+        default_factory=lambda: _env_int(MAX_CALLS_ENV, DEFAULT_MAX_CONCURRENT_LLM_CALLS),
+        metadata=_doc(f"Process-wide cap on LLM calls in flight. Default: ${MAX_CALLS_ENV}, "
+                      f"else {DEFAULT_MAX_CONCURRENT_LLM_CALLS}."),
     )
     adaptive_llm_limit: bool = field(
-        default=True,
+        default_factory=lambda: _env_flag(ADAPTIVE_ENV, default=True),
         metadata=_doc("On a 429, halve the LLM calls in flight and grow back by one per "
-                      "success, within [1, max_concurrent_llm_calls]; off: a fixed cap."),
+                      "success, within [1, max_concurrent_llm_calls]; off: a fixed cap. "
+                      f"Default: ${ADAPTIVE_ENV} (0 or 1), else on."),
     )
     max_intent_recognition_retries: int = field(
         default=3, metadata=_doc("LLM attempts when it answers with an invalid intent.")
@@ -130,20 +155,27 @@ class Context:
 
 
 SECRET_FIELDS = frozenset({"openai_api_key", "search_engine_api_key"})
+# What only the server's operator sets, from the server's environment:
+# - the endpoint: the server's key goes wherever it points, so a client that
+#   could set it could collect the key;
+# - the process-wide LLM limit: one client's run would resize it for all.
+SERVER_FIELDS = SECRET_FIELDS | {"openai_api_base", "max_concurrent_llm_calls",
+                                 "adaptive_llm_limit"}
 
 # The context schema of the graph LangGraph server serves. The server mirrors a
 # run's context into its configuration, and string values of that end up in
 # checkpoint metadata; it drops keys the schema does not name. So a served run
-# takes its keys from the server's environment only, and a key sent in the
-# context is dropped before it could be stored.
+# takes its keys, endpoint and limit from the server's environment only, and a
+# key sent in the context is dropped before it could be stored.
 ServedContext: type[Any] = make_dataclass(
     "ServedContext",
     [(f.name, f.type, field(default=f.default, metadata=f.metadata))
-     for f in fields(Context) if f.name not in SECRET_FIELDS],
+     for f in fields(Context) if f.name not in SERVER_FIELDS],
     kw_only=True,
     namespace={
         "__module__": __name__,
-        "__doc__": f"{Context.__doc__} API keys come from the server's environment.",
+        "__doc__": f"{Context.__doc__} API keys, the endpoint and the LLM limit come from "
+                   "the server's environment.",
     },
 )
 

@@ -69,7 +69,11 @@ _LIMITER = LLMLimiter(DEFAULT_MAX_CONCURRENT_LLM_CALLS)
 
 
 def limiter(ctx: Context | None = None) -> LLMLimiter:
-    """The process-wide limiter, set up by the latest context that asked for it."""
+    """The process-wide limiter, set up by the latest context that asked for it.
+
+    On LangGraph server no run's context can change it (ServedContext has no
+    such fields): it comes from the server's environment.
+    """
     if ctx is not None:
         if ctx.max_concurrent_llm_calls != _LIMITER.max_capacity:
             _LIMITER.set_capacity(ctx.max_concurrent_llm_calls)
@@ -89,7 +93,8 @@ def chat_model(ctx: Context) -> ChatOpenAI:
     if not ctx.llm_configured:
         raise ConfigurationError(
             "no LLM configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for DeepSeek, "
-            "Qwen, vLLM or Ollama), or pass openai_api_key in the context"
+            "Qwen, vLLM or Ollama), or pass openai_api_key in the context (on LangGraph "
+            "server: in the server's environment)"
         )
     assert ctx.model_name is not None  # filled by Context.__post_init__
     return _cached_model(

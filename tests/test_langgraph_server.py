@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from scholarflow.context import SERVER_FIELDS
 from tests.conftest import EXAMPLES, INTENT_RULE, SUMMARY_RULE
 from tests.langgraph_dev import (
     GRAPH_ID,
@@ -63,6 +64,11 @@ CHAT_NODES = ["request_init", "document_check", "simple_interaction", "session_s
 pytestmark = pytest.mark.skipif(LANGGRAPH is None, reason=NO_CLI)
 
 
+LOAD_RUNS = 20
+LOAD_CAP = 4  # the server's process-wide LLM limit in this module
+LOAD_LATENCY = 0.3
+
+
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("langgraph_server")
@@ -76,7 +82,9 @@ def fake(workdir: Path) -> Iterator[Fake]:
 
 @pytest.fixture(scope="module")
 def server(fake: Fake, workdir: Path) -> Iterator[Server]:
-    with start_server(workdir, fake) as started:
+    # The process-wide LLM limit is the operator's: the server's environment sets it.
+    with start_server(workdir, fake,
+                      env={"SCHOLARFLOW_MAX_CONCURRENT_LLM_CALLS": str(LOAD_CAP)}) as started:
         yield started
 
 
@@ -254,8 +262,9 @@ async def test_studio_sees_input_output_and_context_schemas(server: Server) -> N
     assert "LITERATURE_QA" in given["properties"]["mode_type"]["description"]
 
     context = schemas["context_schema"]
-    assert context and context["properties"]["max_concurrent_llm_calls"]["default"] == 10
-    assert not {"openai_api_key", "search_engine_api_key"} & set(context["properties"])
+    assert context and context["properties"]["top_n"]["default"] == 10
+    # Keys, the endpoint and the process-wide LLM limit are the server's, not a client's.
+    assert not SERVER_FIELDS & set(context["properties"])
     assert not [k for k, v in context["properties"].items() if not v.get("description")]
     assert schemas["state_schema"], "Studio needs the state schema to show the state"
 
@@ -304,8 +313,11 @@ async def test_a_key_given_in_context_is_never_stored(server: Server, fake: Fake
         thread_id = await new_thread(server)
         run = await stream(
             server, thread_id, input={"query": QUESTION, "content": _paper()},
+            # A dead endpoint too: had the run taken it, it would have failed (and with
+            # another server there, that server would have received the server's key).
             context={"openai_api_key": SECRET, "search_engine_api_key": SEARCH_SECRET,
-                     "openai_api_base": fake.base_url, "show_thinking": True},
+                     "openai_api_base": "http://127.0.0.1:9/v1", "show_thinking": True,
+                     "max_concurrent_llm_calls": 1000},
             metadata={"purpose": "leak check"},
         )
         assert not run.failures(), f"{run.failures()}\n{server.log_tail()}"
@@ -342,11 +354,6 @@ async def test_a_key_given_in_context_is_never_stored(server: Server, fake: Fake
 
 # --- load --------------------------------------------------------------------------------------
 
-LOAD_RUNS = 20
-LOAD_CAP = 4
-LOAD_LATENCY = 0.3
-
-
 async def test_twenty_concurrent_runs_share_one_llm_limit(server: Server, fake: Fake) -> None:
     """20 runs at once through the server all finish; LLM calls in flight never pass the cap.
 
@@ -359,9 +366,10 @@ async def test_twenty_concurrent_runs_share_one_llm_limit(server: Server, fake: 
 
     started = time.perf_counter()
     runs: list[Run] = await asyncio.gather(*(
+        # Half the runs ask for another limit: ignored, the limit is the server's.
         stream(server, thread, input={"query": q, "content": _paper()},
-               context={"max_concurrent_llm_calls": LOAD_CAP})
-        for thread, q in zip(threads, questions, strict=True)
+               context={"max_concurrent_llm_calls": 100} if i % 2 else {})
+        for i, (thread, q) in enumerate(zip(threads, questions, strict=True))
     ))
     elapsed = time.perf_counter() - started
     stats = await fake_stats(fake)

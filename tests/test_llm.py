@@ -144,3 +144,30 @@ async def test_cancelled_waiter_after_a_hand_over_race_leaks_nothing() -> None:
     assert lim.in_flight == 0
     async with lim.slot():
         assert lim.in_flight == 1
+
+
+def test_the_process_limit_comes_from_the_environment_unless_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SCHOLARFLOW_MAX_CONCURRENT_LLM_CALLS", "4")
+    monkeypatch.setenv("SCHOLARFLOW_ADAPTIVE_LLM_LIMIT", "0")
+    ctx = Context()
+    assert ctx.max_concurrent_llm_calls == 4 and not ctx.adaptive_llm_limit
+    given = Context(max_concurrent_llm_calls=7, adaptive_llm_limit=True)
+    assert given.max_concurrent_llm_calls == 7 and given.adaptive_llm_limit
+    for value in ("0", "ten", "-3"):
+        monkeypatch.setenv("SCHOLARFLOW_MAX_CONCURRENT_LLM_CALLS", value)
+        with pytest.raises(ConfigurationError, match="SCHOLARFLOW_MAX_CONCURRENT_LLM_CALLS"):
+            Context()
+
+
+def test_a_served_run_cannot_set_the_endpoint_or_the_process_limit() -> None:
+    from dataclasses import fields
+
+    from scholarflow.context import SERVER_FIELDS, ServedContext
+
+    served = {f.name for f in fields(ServedContext)}
+    assert not SERVER_FIELDS & served
+    assert {"model_name", "top_n", "show_thinking"} <= served
+    # The server's key goes to the endpoint: a client must not choose it.
+    assert {"openai_api_base", "max_concurrent_llm_calls", "adaptive_llm_limit"} <= SERVER_FIELDS
