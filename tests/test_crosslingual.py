@@ -12,7 +12,12 @@ from scholarflow.testing.embeddings import HashingEmbedder
 from scholarflow.tools.index import crosslingual, lexicon
 from scholarflow.tools.index.bm25 import Bm25Index
 from scholarflow.tools.index.crosslingual import Group, LexicalQuery, Word, lexical_query
-from scholarflow.tools.index.hybrid import hybrid_scores, lexical_scores, translated_view
+from scholarflow.tools.index.hybrid import (
+    MIN_BEST_COSINE,
+    hybrid_scores,
+    lexical_scores,
+    translated_view,
+)
 from scholarflow.tools.index.tokenize import query_terms, terms_text
 from scholarflow.tools.kb import KnowledgeBase, RecallParams
 from scholarflow.tools.kb_registry import close_all, open_knowledge_base
@@ -163,9 +168,12 @@ def test_hybrid_score_gives_the_best_cosine_the_vector_weight() -> None:
     lexical = np.array([0.5, 0.0, 0.1], np.float32)
     score = hybrid_scores(lexical, np.array([0.2, 0.4, -0.1], np.float32), 0.3)
     np.testing.assert_allclose(score, [0.7 * 0.5 + 0.15, 0.3, 0.07 - 0.075], rtol=1e-6)
-    # Nothing alike: plain cosines, so nothing is lifted over a threshold.
-    low = hybrid_scores(np.zeros(2, np.float32), np.array([-0.2, -0.1], np.float32), 0.3)
-    np.testing.assert_allclose(low, [-0.06, -0.03], rtol=1e-6)
+    # A best cosine under MIN_BEST_COSINE is no match in meaning: it is scaled as if the
+    # best were MIN_BEST_COSINE, so the nearest chunk of an off-topic question scores
+    # under w (and under the threshold unless it is near the floor).
+    low = hybrid_scores(np.zeros(3, np.float32), np.array([0.1, -0.1, 0.05], np.float32), 0.3)
+    np.testing.assert_allclose(low, [0.15, -0.15, 0.075], rtol=1e-6)
+    assert MIN_BEST_COSINE == 0.2
 
 
 EN_ATTENTION = "Multi-head attention lets the transformer attend to several positions at once."

@@ -75,9 +75,11 @@ def lexical_clause(text: str, query: LexicalQuery,
     def idf(df: int) -> float:
         return math.log1p((chunks - df + 0.5) / (df + 0.5))
 
-    own_bound = sum(tf * idf(df) for df, tf in stats[0].values() if df > 0)
+    # A word no chunk has counts at the largest idf, as in hybrid.unmatched_bound.
+    own_bound = sum(tf * idf(df) for t, (df, tf) in stats[0].items()
+                    if df > 0 or not _is_cjk_pair(t))
     clauses: list[dict[str, Any]] = []
-    if own_bound > 0:
+    if any(df > 0 for df, _ in stats[0].values()):  # else the own view matches nothing
         clauses.append({"match": {FIELD: {"query": text, "boost": 1.0 / own_bound}}})
     if query.words:
         chinese_terms, english_alternatives = _alternatives(query)
@@ -111,6 +113,10 @@ def _translated(query: LexicalQuery, chinese: Mapping[str, tuple[int, int]],
         matchable = [a for a in group.alternatives if any(
             df > 0 for df, _ in tokens(a).values())]
         if not matchable:
+            if len(group.alternatives) == 1:  # a word kept as it is, which no chunk has
+                bound += group.weight * sum(
+                    tf * idf(0) for t, (_, tf) in tokens(group.alternatives[0]).items()
+                    if not _is_cjk_pair(t))
             continue
         bound += group.weight * max(
             sum(tf * idf(df) for df, tf in tokens(a).values() if df > 0) for a in matchable)
@@ -124,6 +130,11 @@ def _alternative(alternative: tuple[str, ...]) -> dict[str, Any]:
         return {"match": {FIELD: " ".join(alternative)}}
     terms = [{"term": {FIELD: t}} for t in dict.fromkeys(alternative)]
     return terms[0] if len(terms) == 1 else {"bool": {"should": terms}}
+
+
+def _is_cjk_pair(token: str) -> bool:
+    """A CJK bigram: a segmentation artefact, not a word a passage could lack."""
+    return len(token) == 2 and all("\u3400" <= c <= "\u9fff" for c in token)
 
 
 def _terms(response: Mapping[str, Any]) -> dict[str, tuple[int, int]]:
