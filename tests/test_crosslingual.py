@@ -164,6 +164,20 @@ def test_lexical_score_is_the_better_view_and_at_most_one() -> None:
     assert (scores <= 1.0).all()
 
 
+def test_words_no_chunk_has_count_in_the_bound() -> None:
+    index = _index(["memory cells and gates", "attention heads", "cooking eggs"])
+    alone = lexical_scores(index, LexicalQuery.of_terms(["memory"]))[0]
+    padded = lexical_scores(index, LexicalQuery.of_terms(query_terms(
+        "quantum chromodynamics hadron memory")))[0]
+    assert alone > 0 and padded < alone / 3  # was equal: unknown words left out of the bound
+    # A Chinese question's bigrams across words are no words a passage lacks.
+    zh = _index(["梯度 裁剪 缓解 梯度 爆炸", "注意力 机制"])
+    question = LexicalQuery.of_terms(query_terms("梯度裁剪"))  # 梯度, 度裁 (no chunk), 裁剪
+    assert "度裁" in question.own and "度裁" not in zh.vocab
+    whole = lexical_scores(zh, LexicalQuery.of_terms(query_terms("梯度 裁剪")))[0]
+    assert lexical_scores(zh, question)[0] == pytest.approx(whole, rel=1e-6)
+
+
 def test_hybrid_score_gives_the_best_cosine_the_vector_weight() -> None:
     lexical = np.array([0.5, 0.0, 0.1], np.float32)
     score = hybrid_scores(lexical, np.array([0.2, 0.4, -0.1], np.float32), 0.3)
