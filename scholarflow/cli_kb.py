@@ -19,6 +19,7 @@ from scholarflow.errors import InputError
 
 if TYPE_CHECKING:  # the ingest modules load tiktoken: only `ingest` and `search` pay for it
     from scholarflow.ingest.pipeline import IngestResult
+    from scholarflow.tools.kb import KnowledgeBase, RecallParams
 
 DEFAULT_KB = "default"
 EXIT_SOME_FAILED = 1
@@ -109,6 +110,9 @@ async def search(args: argparse.Namespace) -> int:
                 if chunk.chunk_id not in best or chunk.score > best[chunk.chunk_id].score:
                     best[chunk.chunk_id] = chunk
         found = sorted(best.values(), key=lambda c: -c.score)[: params.top_n]
+        if not found:  # exit 0 all the same: finding nothing is an answer, not an error
+            print(f"note: {await _why_nothing(kb, args.kb, params, bool(doc_ids))}",
+                  file=sys.stderr)
     finally:
         await close_all()
     for chunk in found:
@@ -118,6 +122,15 @@ async def search(args: argparse.Namespace) -> int:
             "title": chunk.title, "heading": chunk.heading, "page": chunk.page,
         }, ensure_ascii=False), flush=True)
     return 0
+
+
+async def _why_nothing(kb: KnowledgeBase, name: str, params: RecallParams, some: bool) -> str:
+    """Why a search found nothing (`some`: only some documents were searched)."""
+    if not some and not await kb.documents():  # left by an ingest of an older version
+        return (f"knowledge base {name!r} has no documents; add some with "
+                f"`scholarflow ingest FILE --kb {name}`")
+    return (f"no chunk scored above similarity_threshold {params.similarity_threshold:g}; "
+            + ("try other words, or search more documents" if some else "try other words"))
 
 
 async def _translation(ctx: Context, query: str) -> list[str]:

@@ -107,8 +107,9 @@ class RecallStepTask(TypedDict):
     """The state of one Send to recall_step: the step and where to search."""
 
     step: RecallStep
-    kb: str | None
-    doc_ids: list[str]
+    kb: str | None  # the knowledge base of the stored documents; None: there are none
+    doc_ids: list[str]  # its documents to search; [] with kb: all of it
+    direct_doc_ids: NotRequired[list[str]]  # documents given directly (scratch knowledge base)
 
 
 def merge_summaries(

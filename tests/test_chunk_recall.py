@@ -48,7 +48,7 @@ async def test_several_documents_question_recalls_per_document_and_cites(
                                    "document_contents": _docs()})
     assert out["error"] is None, out["error"]
     assert (out["detected_intent"], out["strategy"]) == ("LITERATURE_QA", "chunk_recall")
-    assert out["answer"] == "AnchorWindow used 3e-4 [1]; SectionRAG 2e-5 [2] ."  # [17]: no chunk
+    assert out["answer"] == "AnchorWindow used 3e-4 [1]; SectionRAG 2e-5 [2]."  # [17]: no chunk
     streamed = "".join(e["content"] for e in events if e["type"] == "answer_chunk")
     assert streamed == out["answer"]
     assert [s["n"] for s in out["sources"]] == [1, 2]
@@ -151,7 +151,8 @@ async def test_a_step_searches_its_translation_and_keeps_the_best_score(
     monkeypatch.setattr(recall_nodes, "retriever_for", fake_retriever)
     step = RecallStep(step=1, kind="recall", queries=["batch size", "批大小"], doc_id="zh")
     update = await recall_nodes.recall_step(
-        RecallStepTask(step=step, kb=None, doc_ids=["zh", "en"]), None)  # type: ignore[arg-type]
+        RecallStepTask(step=step, kb=None, doc_ids=[], direct_doc_ids=["zh", "en"]),
+        None)  # type: ignore[arg-type]
     assert searched == [("batch size", ["zh"]), ("批大小", ["zh"])]
     recalled = update["recalled"]
     assert recalled[0]["chunk_id"] == "zh:00001" and recalled[0]["score"] == 0.9

@@ -33,7 +33,31 @@ def test_filter_leaves_other_brackets_alone() -> None:
     filt = CitationFilter([1])
     out = _stream(filt, ["a list [x, y] and [", "note] and [3"])
     assert out == "a list [x, y] and [note] and [3"
+    assert _stream(CitationFilter([1]), ["a range [1-", "x] stays"]) == "a range [1-x] stays"
     assert filt.cited == []
+
+
+def test_filter_reads_grouped_ranged_and_full_width_citations() -> None:
+    text = "A [1, 99]. B [2-7]. C 【5】. D [1,2] and ［3］ 【2】. E [3]"
+    expected = "A [1]. B [2][3]. C. D [1][2] and [3][2]. E [3]"
+    filt = CitationFilter([1, 2, 3])
+    assert _stream(filt, [text]) == expected
+    assert filt.cited == [1, 2, 3]
+    for cut in range(1, len(text)):  # the same wherever the stream splits it
+        for pieces in ([text[:cut], text[cut:]], list(text)):
+            assert _stream(CitationFilter([1, 2, 3]), pieces) == expected, pieces
+
+
+def test_a_dropped_citation_takes_its_space_before_punctuation() -> None:
+    cases = {
+        "A made-up claim [9].": "A made-up claim.",
+        "A claim [9] and more [1]; end [9]": "A claim and more [1]; end",
+        "结论【9】。另一个【1】。": "结论。另一个[1]。",
+        "para [1]\n\n[9] next": "para [1]\n\n next",  # never joins paragraphs
+    }
+    for text, expected in cases.items():
+        assert _stream(CitationFilter([1]), [text]) == expected
+        assert _stream(CitationFilter([1]), list(text)) == expected
 
 
 def test_sources_follow_first_citation_order() -> None:

@@ -236,3 +236,56 @@ def _whole_documents(db: Path) -> int:
         texts = {row[0] for row in conn.execute("SELECT doc_id FROM texts")}
     assert chunks == docs and texts == set(docs)  # no half document, no orphan chunk
     return len(docs)
+
+
+def test_an_ingest_where_every_file_fails_leaves_no_knowledge_base(
+    llm_server: FakeOpenAIServer, tmp_path: Path,
+) -> None:
+    env = kb_env(llm_server, tmp_path / "home")
+    cut = tmp_path / "corrupt.pdf"
+    cut.write_bytes(make_pdf([PAGE_1])[:400])
+    result = run(["ingest", str(cut), "--kb", "onlybad"], env)
+    assert result.returncode == 2 and result.stdout == "" and len(result.err_lines) == 1
+    assert not (tmp_path / "home" / "kb" / "onlybad").exists()
+    assert_one_error_line(run(["search", "attention", "--kb", "onlybad"], env),
+                          mentions="no knowledge base 'onlybad'")
+
+
+async def test_a_search_that_finds_nothing_says_why_on_stderr(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    import argparse
+
+    from scholarflow import cli_kb
+    from scholarflow.documents import document_from_text
+    from scholarflow.ingest.pipeline import add_document
+    from scholarflow.tools import kb_registry
+    from tests.test_ingest import MemoryKB
+
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):  # no translation: nothing on stderr
+        monkeypatch.delenv(name, raising=False)
+    kbs = {"empty": MemoryKB(), "lab": MemoryKB()}
+    await add_document(kbs["lab"], document_from_text("# Sparse\n\nSparse attention saves memory."))
+
+    async def open_knowledge_base(name: str, **_: Any) -> MemoryKB:
+        return kbs[name]
+
+    monkeypatch.setattr(kb_registry, "open_knowledge_base", open_knowledge_base)
+
+    async def search(query: str, kb: str, *docs: str) -> tuple[int, str, str]:
+        args = argparse.Namespace(query=query, kb=kb, doc=list(docs), top_n=None,
+                                  no_translate=True)
+        code = await cli_kb.search(args)
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    code, out, err = await search("zebra migration", "lab")
+    assert (code, out) == (0, "")
+    assert err.splitlines() == [
+        "note: no chunk scored above similarity_threshold 0.2; try other words"]
+    code, out, _err = await search("sparse attention", "lab")
+    assert code == 0 and json.loads(out.splitlines()[0])["text"].startswith("# Sparse")
+    code, out, err = await search("sparse attention", "empty")
+    assert (code, out) == (0, "")
+    assert err.splitlines() == ["note: knowledge base 'empty' has no documents; add some "
+                                "with `scholarflow ingest FILE --kb empty`"]

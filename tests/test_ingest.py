@@ -364,12 +364,18 @@ async def test_collect_files_walks_directories_sorted(tmp_path: Path) -> None:
 async def test_ingest_paths_opens_and_closes_the_kb(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from scholarflow.tools.kb import KnowledgeBaseNotFoundError
+
     kb = MemoryKB()
     opened: list[tuple[str, bool]] = []
+    created: set[str] = set()
 
     async def open_knowledge_base(name: str, *, create: bool = False,
                                   embedder: object = None) -> MemoryKB:
         opened.append((name, create))
+        if not create and name not in created:
+            raise KnowledgeBaseNotFoundError(f"no knowledge base {name!r}")
+        created.add(name)
         return kb
 
     fake = types.ModuleType("scholarflow.tools.kb_registry")
@@ -379,7 +385,16 @@ async def test_ingest_paths_opens_and_closes_the_kb(
     (tmp_path / "empty").mkdir()
     results = await ingest_paths([EXAMPLES, tmp_path / "empty", tmp_path / "missing.md"],
                                  "mine", on_files=counts.append)
-    assert opened == [("mine", True)] and counts == [5]
+    assert opened == [("mine", False), ("mine", True)] and counts == [5]
     # a directory with nothing to ingest is known first; a missing file when it is read
     assert [r.status for r in results] == ["error"] + ["added"] * 4 + ["error"]
     assert len(kb.docs) == 4
+
+    opened.clear()  # nothing readable: a new knowledge base is not created at all
+    bad = write(tmp_path, "bad.pdf", b"%PDF-1.4 cut short")
+    results = await ingest_paths([bad, tmp_path / "missing.md"], "onlybad")
+    assert [r.status for r in results] == ["error", "error"]
+    assert opened == [("onlybad", False)] and "onlybad" not in created
+    opened.clear()  # an existing one is opened as it is
+    results = await ingest_paths([EXAMPLES / "en_sparse_attention.md"], "mine")
+    assert opened == [("mine", False)] and [r.status for r in results] == ["unchanged"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -79,8 +79,10 @@ async def ingest_paths(
 
     `on_result` gets each result as soon as it is known; `on_files` gets the
     number of files once the paths are expanded (for a progress bar).
-    Creates the knowledge base when it does not exist.
+    Creates the knowledge base when it does not exist, with its first
+    document: when every file fails, no empty knowledge base is left behind.
     """
+    from scholarflow.tools.kb import KnowledgeBaseNotFoundError
     from scholarflow.tools.kb_registry import open_knowledge_base
 
     collected = await asyncio.to_thread(collect_files, paths)
@@ -97,11 +99,24 @@ async def ingest_paths(
     for item in collected:
         if isinstance(item, IngestResult):
             report(item)  # a path that named nothing ingestible
-    if files:
-        kb = await open_knowledge_base(kb_name, create=True)
-        try:
-            await ingest_files(kb, files, on_result=report)
-        finally:
+    if not files:
+        return results
+    kb: KnowledgeBase | None
+    try:  # also checks the name before any file is read
+        kb = await open_knowledge_base(kb_name)
+    except KnowledgeBaseNotFoundError:
+        kb = None
+
+    async def target() -> KnowledgeBase:
+        nonlocal kb
+        if kb is None:
+            kb = await open_knowledge_base(kb_name, create=True)
+        return kb
+
+    try:
+        await _ingest(target, files, report)
+    finally:
+        if kb is not None:
             await kb.close()
     return results
 
@@ -110,6 +125,19 @@ async def ingest_files(
     kb: KnowledgeBase, files: Sequence[str | Path], *, on_result: OnResult | None = None
 ) -> list[IngestResult]:
     """Ingest these files into an open knowledge base, in order; one result per file."""
+
+    async def target() -> KnowledgeBase:
+        return kb
+
+    return await _ingest(target, files, on_result)
+
+
+async def _ingest(
+    target: Callable[[], Awaitable[KnowledgeBase]],
+    files: Sequence[str | Path],
+    on_result: OnResult | None,
+) -> list[IngestResult]:
+    """`ingest_files`, asking `target` for the knowledge base only once a file has to be stored."""
     results: list[IngestResult] = []
     pending: asyncio.Task[Prepared | DocumentError] | None = None
     try:
@@ -123,7 +151,7 @@ async def ingest_files(
             if isinstance(prepared, DocumentError):
                 result = IngestResult(str(file), "error", error=_naming(str(file), prepared))
             else:
-                result = await _store(kb, str(file), prepared)
+                result = await _store(await target(), str(file), prepared)
             results.append(result)
             if on_result is not None:
                 on_result(result)

@@ -3,7 +3,9 @@
 Sub-questions are retrieval-oriented and may aim at one document; each
 becomes one recall step; the execution subgraph runs consecutive recall
 steps in parallel (one Send each) and stops after total_steps x 2 rounds
-even if a step keeps failing.
+even if a step keeps failing. A step that failed for a reason another try
+cannot change (bad input, a setting, an unreachable service) is not tried
+again; when no step succeeds the run fails with the first step's reason.
 """
 
 from __future__ import annotations
@@ -12,18 +14,26 @@ import json
 import logging
 import operator
 import re
-from typing import Annotated, Any, NotRequired
+from typing import Annotated, Any, Literal, NotRequired
 
 from langgraph.errors import NodeError
 from langgraph.runtime import Runtime
-from langgraph.types import Send
+from langgraph.types import Command, Send
 from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12 (Studio schemas)
 
 from scholarflow import llm
 from scholarflow.context import Context, get_context
-from scholarflow.errors import LLMError
+from scholarflow.errors import (
+    ConfigurationError,
+    FatalLLMError,
+    InputError,
+    LLMError,
+    NotSupportedError,
+    ScholarflowError,
+)
 from scholarflow.events import Thinking, node_complete
 from scholarflow.nodes.common import history_text
+from scholarflow.nodes.errors import user_message
 from scholarflow.prompts import SUB_QUESTION_GENERATION_PROMPT
 from scholarflow.state import (
     DocumentInfo,
@@ -34,11 +44,17 @@ from scholarflow.state import (
     SubQuestion,
 )
 from scholarflow.tools.kb import RecalledChunk, RecallParams
-from scholarflow.tools.recall import knowledge_base_for, recall_scope, retriever_for
+from scholarflow.tools.recall import DIRECT_KB, prepare_recall, recall_scope, retriever_for
 
 logger = logging.getLogger(__name__)
 MAX_SUB_QUESTIONS = 6
 _JSON_OBJECT = re.compile(r"\{.*\}", re.S)
+# Failures that come out the same however often a step is tried.
+PERMANENT_ERRORS = (InputError, ConfigurationError, NotSupportedError, FatalLLMError)
+
+
+class RecallFailedError(ScholarflowError):
+    """Every recall step failed: the message says why the first one did."""
 
 
 def parse_sub_questions(text: str, documents: list[DocumentInfo]) -> list[SubQuestion]:
@@ -67,7 +83,7 @@ def parse_sub_questions(text: str, documents: list[DocumentInfo]) -> list[SubQue
 async def sub_question_generation(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     ctx = get_context(runtime)
     # Fail fast, before any LLM call, when there is nothing to recall from.
-    await knowledge_base_for(state)
+    await prepare_recall(state)
     documents = state.get("documents") or []
     query = state["query"]
     thinking = Thinking(ctx.show_thinking, "sub_question_generation")
@@ -109,6 +125,7 @@ class ExecutionInput(TypedDict):
     kb: NotRequired[str | None]
     doc_ids: NotRequired[list[str]]
     documents: list[DocumentInfo]
+    document_contents: NotRequired[dict[str, str]]  # which documents were given directly
 
 
 class ExecutionOutput(TypedDict):
@@ -117,13 +134,21 @@ class ExecutionOutput(TypedDict):
     completed_steps: Annotated[list[int], operator.add]
 
 
+class StepFailure(TypedDict):
+    step: int
+    message: str
+    permanent: bool  # retrying cannot help: the step is not sent again
+
+
 class ExecutionState(ExecutionInput, ExecutionOutput):
     execution_rounds: int
+    failures: Annotated[list[StepFailure], operator.add]
 
 
 def dispatch_steps(state: ExecutionState) -> list[Send] | str:
     """The consecutive recall steps not done yet, each its own Send; else finish."""
     done = set(state.get("completed_steps") or [])
+    done |= {f["step"] for f in state.get("failures") or [] if f["permanent"]}
     plan = state.get("plan") or []
     if state.get("execution_rounds", 0) > 2 * len(plan):  # seed 004: at most total_steps x 2
         return "finish_execution"
@@ -135,25 +160,27 @@ def dispatch_steps(state: ExecutionState) -> list[Send] | str:
         batch.append(step)
     if not batch:
         return "finish_execution"
-    scope = recall_scope(state.get("kb"), state.get("doc_ids") or [],
-                         state.get("documents") or [])
-    return [Send("recall_step", RecallStepTask(step=s, kb=state.get("kb"), doc_ids=scope))
+    kb, doc_ids, direct = recall_scope(state.get("kb"), state.get("doc_ids") or [],
+                                       state.get("documents") or [],
+                                       state.get("document_contents") or {})
+    return [Send("recall_step", RecallStepTask(step=s, kb=kb, doc_ids=doc_ids,
+                                               direct_doc_ids=direct))
             for s in batch]
 
 
 async def recall_step(task: RecallStepTask, runtime: Runtime[Context]) -> dict[str, Any]:
     ctx = get_context(runtime)
     step = task["step"]
-    retriever = await retriever_for(task["kb"], step["doc_id"], task["doc_ids"], ctx)
     params = RecallParams(top_n=ctx.top_n, similarity_threshold=ctx.similarity_threshold,
                           vector_similarity_weight=ctx.vector_similarity_weight,
                           use_rerank=ctx.use_rerank)
-    doc_ids = [step["doc_id"]] if step["doc_id"] else (task["doc_ids"] or None)
     best: dict[str, RecalledChunk] = {}
-    for query in step["queries"]:  # a chunk in the other language is found by the translation
-        for chunk in await retriever.search(query, doc_ids=doc_ids, params=params):
-            if chunk.chunk_id not in best or chunk.score > best[chunk.chunk_id].score:
-                best[chunk.chunk_id] = chunk
+    for kb, doc_ids in _searches(task):
+        retriever = await retriever_for(kb, step["doc_id"], ctx)
+        for query in step["queries"]:  # a chunk in the other language is found by the translation
+            for chunk in await retriever.search(query, doc_ids=doc_ids, params=params):
+                if chunk.chunk_id not in best or chunk.score > best[chunk.chunk_id].score:
+                    best[chunk.chunk_id] = chunk
     found = sorted(best.values(), key=lambda c: -c.score)[: params.top_n]
     node_complete("recall_step", step=step["step"], chunks=len(found))
     return {
@@ -164,10 +191,30 @@ async def recall_step(task: RecallStepTask, runtime: Runtime[Context]) -> dict[s
     }
 
 
-async def recall_step_failed(task: RecallStepTask, error: NodeError) -> dict[str, Any]:
-    """A failed step stays pending: the next round tries it again, up to the cap."""
+def _searches(task: RecallStepTask) -> list[tuple[str, list[str] | None]]:
+    """(knowledge base, its documents or None for all) a step searches; merged by score."""
+    direct = task.get("direct_doc_ids") or []
+    if doc_id := task["step"]["doc_id"]:  # aimed at one document: where that one is
+        return [(task["kb"] if task["kb"] and doc_id not in direct else DIRECT_KB, [doc_id])]
+    searches: list[tuple[str, list[str] | None]] = []
+    if task["kb"]:
+        searches.append((task["kb"], task["doc_ids"] or None))
+    if direct:
+        searches.append((DIRECT_KB, direct))
+    return searches
+
+
+async def recall_step_failed(
+    task: RecallStepTask, error: NodeError
+) -> Command[Literal["next_round"]]:
+    """Record why a step failed; unless that is permanent, the next round tries it again."""
     logger.warning("recall step %s failed: %s", task["step"]["step"], error.error)
-    return {}
+    failure = StepFailure(step=task["step"]["step"],
+                          message=user_message("recall_step", error.error),
+                          permanent=isinstance(error.error, PERMANENT_ERRORS))
+    # A handler has no edges of its own: without the goto, a round where every step
+    # failed would end the subgraph there, never reaching finish_execution.
+    return Command(update={"failures": [failure]}, goto="next_round")
 
 
 async def next_round(state: ExecutionState, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -185,5 +232,9 @@ async def finish_execution(state: ExecutionState, runtime: Runtime[Context]) -> 
         f"Recalled {len(recalled)} passages in {len(done)} of {len(plan)} steps"
         + (f"; steps {failed} failed." if failed else ".")
     )
+    failures = sorted(state.get("failures") or [], key=lambda f: f["step"])
+    if failed and not done and failures:
+        # Not "found nothing": nothing was searched, and the person should learn why.
+        raise RecallFailedError(f"recall failed: {failures[0]['message']}")
     node_complete("execution", steps=len(plan), failed=len(failed), chunks=len(recalled))
     return {}

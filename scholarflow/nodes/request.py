@@ -15,6 +15,7 @@ from scholarflow.intents import Intent
 from scholarflow.sessions.registry import session_store
 from scholarflow.state import DocumentInfo, HistoryMessage, State
 from scholarflow.tokens import available_tokens, count_tokens
+from scholarflow.tools.index.tokenize import has_words
 from scholarflow.tools.kb import DocumentNotFoundError
 from scholarflow.tools.recall import DEFAULT_KB, open_kb
 
@@ -160,6 +161,11 @@ async def request_init(state: State, runtime: Runtime[Context]) -> dict[str, Any
 async def document_check(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     ctx = get_context(runtime)
     count = len(state.get("documents") or [])
+    # Here, not in request_init: the session is known by now, so session_save keeps the
+    # question. Chat can answer "???", but recall has nothing to look up.
+    if (count or state.get("kb")) and not has_words(state["query"]):
+        raise InputError("the question has no words to search for: ask something, "
+                         "e.g. 'what method does this paper propose?'")
     update: dict[str, Any] = {}
     if count == 0:
         Thinking(ctx.show_thinking, "document_check").say(

@@ -50,6 +50,8 @@ class SummaryOutput(TypedDict):
 class SummaryState(SummaryInput, SummaryOutput):
     """The subgraph's state: its input documents and the summaries it produces."""
 
+    stored_doc_ids: list[str]  # read from the knowledge base, not given directly
+
 
 async def load_cached_summaries(state: SummaryState, runtime: Runtime[Context]) -> dict[str, Any]:
     ctx = get_context(runtime)
@@ -76,16 +78,19 @@ async def load_cached_summaries(state: SummaryState, runtime: Runtime[Context]) 
         for doc_id in unread:
             contents[doc_id] = await kb.document_text(doc_id)
     node_complete("load_cached_summaries", cached=len(hits))
-    return {"document_summaries": hits, "document_contents": contents}
+    return {"document_summaries": hits, "document_contents": contents, "stored_doc_ids": unread}
 
 
 def dispatch_summaries(state: SummaryState) -> list[Send] | str:
     """One Send per document still without a summary; straight on when the cache had all."""
     done = state.get("document_summaries") or {}
+    stored = set(state.get("stored_doc_ids") or [])
+    kb = state.get("kb") or DEFAULT_KB  # where stored documents were read from
     sends = [
         Send("summarize_document", DocSummaryTask(
             doc_id=d["doc_id"], title=d["title"], content_hash=d["content_hash"],
-            tokens=d["tokens"], kb=state.get("kb"),
+            # a document given directly is in no knowledge base: recalled from its text
+            tokens=d["tokens"], kb=kb if d["doc_id"] in stored else None,
             content=state["document_contents"][d["doc_id"]],
         ))
         for d in state["documents"]

@@ -3,13 +3,15 @@
 Documents given directly (`--file`, `content`, `document_contents`) that need
 recall are ingested into a scratch knowledge base, `_direct`, keyed by
 content hash, so asking again about the same file costs no re-indexing.
-`SCHOLARFLOW_RECALL_API_URL` sends recall to an external service instead.
+A request with both searches both: the knowledge base and the scratch one.
+`SCHOLARFLOW_RECALL_API_URL` sends recall of stored documents to an external
+service instead.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
 from scholarflow.context import Context
@@ -43,15 +45,17 @@ async def open_kb(name: str, *, create: bool = False) -> KnowledgeBase:
     return await open_knowledge_base(name, create=create)
 
 
-async def knowledge_base_for(state: State) -> KnowledgeBase | None:
-    """The knowledge base recall searches; None when an external recall API does."""
-    if os.environ.get(RECALL_API_ENV):
-        return None
-    if name := state.get("kb"):
-        return await open_kb(name)
-    kb = await open_kb(DIRECT_KB, create=True)
-    await index_direct_documents(kb, state.get("document_contents") or {})
-    return kb
+async def prepare_recall(state: State) -> None:
+    """Open what recall will search: a missing knowledge base fails here, before any LLM
+    call, and the documents given directly are indexed in the scratch knowledge base."""
+    contents = state.get("document_contents") or {}
+    kb, _doc_ids, direct = recall_scope(state.get("kb"), state.get("doc_ids") or [],
+                                        state.get("documents") or [], contents)
+    if kb and not os.environ.get(RECALL_API_ENV):
+        await open_kb(kb)
+    if direct:
+        scratch = await open_kb(DIRECT_KB, create=True)
+        await index_direct_documents(scratch, {d: contents[d] for d in direct})
 
 
 async def index_direct_documents(kb: KnowledgeBase, contents: dict[str, str]) -> None:
@@ -65,26 +69,36 @@ async def index_direct_documents(kb: KnowledgeBase, contents: dict[str, str]) ->
 
 
 def recall_scope(
-    kb: str | None, doc_ids: Sequence[str], documents: list[DocumentInfo]
-) -> list[str]:
-    """The documents recall may search: the named ones, or every one of the request.
+    kb: str | None, doc_ids: Sequence[str], documents: list[DocumentInfo],
+    contents: Collection[str],
+) -> tuple[str | None, list[str], list[str]]:
+    """Where recall searches: (knowledge base, its documents, documents given directly).
 
-    An empty list means the whole knowledge base (`--kb` with no `--doc`).
+    The knowledge base is `kb`, or "default" when documents were named by id
+    without one (that is where they were loaded from), or None when every
+    document was given directly; its empty list means all of it. Documents
+    given directly (`contents`, their texts) are searched in the scratch
+    knowledge base, alongside the stored ones, never instead of them.
     """
+    direct = [d["doc_id"] for d in documents if d["doc_id"] in contents]
+    stored = [d for d in dict.fromkeys(doc_ids) if d not in contents]
     if kb:
-        return list(doc_ids)
-    return [d["doc_id"] for d in documents]
+        return kb, stored, direct
+    return (DEFAULT_KB if stored else None), stored, direct
 
 
-async def retriever_for(
-    kb: str | None, doc_id: str | None, scope: Sequence[str], ctx: Context
-) -> Retriever:
-    """The retriever of one recall step; a step aimed at one document gets that document's."""
-    if url := os.environ.get(RECALL_API_ENV):
+async def retriever_for(kb: str, doc_id: str | None, ctx: Context) -> Retriever:
+    """The retriever of knowledge base `kb`; a step aimed at one document gets that document's.
+
+    With the recall API configured, stored documents are searched there; the
+    documents given directly are in no external index, so the scratch one is local.
+    """
+    url = os.environ.get(RECALL_API_ENV)
+    if url and kb != DIRECT_KB:
         from scholarflow.tools.recall_api import HttpRecallRetriever
 
-        return HttpRecallRetriever(url, [kb or "default"])
-    base = await open_kb(kb or DIRECT_KB)
+        return HttpRecallRetriever(url, [kb])
+    base = await open_kb(kb)
     if doc_id is None:
         return base
     return _tools(ctx).get(base, base.name, doc_id)
