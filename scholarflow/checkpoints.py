@@ -3,8 +3,10 @@
 `open_checkpointer()` yields an AsyncSqliteSaver on
 `$SCHOLARFLOW_HOME/checkpoints.sqlite`, or an AsyncPostgresSaver when
 `SCHOLARFLOW_DATABASE_URL` is set. A thread is one session: its thread id is
-the session id (`thread_config`). The graph served by langgraph.json has no
-checkpointer of ours: LangGraph server brings its own.
+the session id (`thread_config`), and `delete_thread` removes it with the
+session. The graph served by langgraph.json has no checkpointer of ours:
+LangGraph server brings its own (or scholarflow.server_checkpointer's, which
+shares `prepare_postgres` with the CLI).
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ CHECKPOINTS_FILENAME = "checkpoints.sqlite"
 SQLITE_BUSY_TIMEOUT_SECONDS = 30.0
 CONNECT_TIMEOUT_SECONDS = 10
 SETUP_LOCK_TIMEOUT_SECONDS = 30
+# One key for every process that sets the tables up (CLIs and servers).
+_SETUP_LOCK = int.from_bytes(hashlib.sha256(b"scholarflow:checkpoints").digest()[:8], "big",
+                             signed=True)
 _POSTGRES_EXAMPLE = "postgresql://postgres@127.0.0.1:5432/test"
 
 # URLs whose checkpoint tables this process has already created or migrated.
@@ -101,16 +106,59 @@ async def _postgres_saver(url: str) -> AsyncIterator[BaseCheckpointSaver[str]]:
             saver = await stack.enter_async_context(AsyncPostgresSaver.from_conn_string(conninfo))
         except psycopg.Error as exc:
             raise unreachable("PostgreSQL", DATABASE_URL_ENV, url, exc) from None
-        if url not in _set_up:
-            if not await _up_to_date(saver):
-                await _setup_once(saver, url)
-            _set_up.add(url)
+        conn = cast("psycopg.AsyncConnection[Any]", saver.conn)  # from_conn_string: one connection
+        await prepare_postgres(conn, saver, url, SETUP_LOCK_TIMEOUT_SECONDS)
         yield saver
 
 
-async def _up_to_date(saver: AsyncPostgresSaver) -> bool:
+async def delete_thread(thread_id: str) -> None:
+    """Delete every checkpoint of the thread from the configured checkpointer.
+
+    With SQLite the deleted rows are also wiped from the file and its WAL: a
+    deleted conversation must not stay readable on disk.
+    """
+    async with open_checkpointer() as saver:
+        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+        if not isinstance(saver, AsyncSqliteSaver):
+            await saver.adelete_thread(thread_id)
+            return
+        await saver.setup()  # adelete_thread assumes the tables exist
+        await saver.conn.execute("PRAGMA secure_delete = ON")  # zero what DELETE frees
+        await saver.adelete_thread(thread_id)
+        # The WAL still holds the old pages until a checkpoint copies and truncates it.
+        await saver.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+async def prepare_postgres(conn: psycopg.AsyncConnection[Any], saver: AsyncPostgresSaver,
+                           url: str, timeout_seconds: float) -> None:
+    """Create or migrate the checkpoint tables once per process and URL; shared by the CLI
+    and the server's checkpointer (`conn`: an autocommit, dict_row connection).
+
+    Raises BackendUnavailableError naming SCHOLARFLOW_DATABASE_URL when PostgreSQL
+    fails, or when setup waited over `timeout_seconds` for a lock.
+    """
+    import psycopg
+
+    if url in _set_up:
+        return
+    try:
+        if not await _up_to_date(conn, saver):
+            await _setup_once(conn, saver, timeout_seconds)
+    except psycopg.errors.LockNotAvailable:
+        raise BackendUnavailableError(
+            f"PostgreSQL at {DATABASE_URL_ENV} ({redact_url(url)}): creating the checkpoint "
+            f"tables waited over {timeout_seconds:g}s for transactions left open in that "
+            "database (or another process creating them); end those (see pg_stat_activity) "
+            "and try again"
+        ) from None
+    except psycopg.Error as exc:
+        raise failed("PostgreSQL", DATABASE_URL_ENV, url, exc) from None
+    _set_up.add(url)
+
+
+async def _up_to_date(conn: psycopg.AsyncConnection[Any], saver: AsyncPostgresSaver) -> bool:
     """Whether every migration is applied already: then there is nothing to lock or wait for."""
-    conn = cast("psycopg.AsyncConnection[Any]", saver.conn)  # from_conn_string: one connection
     found = await (await conn.execute(
         "SELECT to_regclass('checkpoint_migrations') IS NOT NULL AS present")).fetchone()
     if not found or not found["present"]:
@@ -119,38 +167,24 @@ async def _up_to_date(saver: AsyncPostgresSaver) -> bool:
     return latest is not None and latest["v"] == len(saver.MIGRATIONS) - 1
 
 
-async def _setup_once(saver: AsyncPostgresSaver, url: str) -> None:
+async def _setup_once(conn: psycopg.AsyncConnection[Any], saver: AsyncPostgresSaver,
+                      timeout_seconds: float) -> None:
     """Create or migrate the checkpoint tables, one process at a time, never hanging.
 
     `setup()` is not safe to race: two processes starting on a fresh database
     would both insert the same migration row, so a session-level advisory lock
-    on the saver's own (autocommit) connection serialises them. Its
+    (the CLI's and the server's: the same key) serialises them. Its
     CREATE INDEX CONCURRENTLY waits for every open transaction in the
     database; `lock_timeout` turns a forgotten one into an error, not a hang.
     """
-    import psycopg
-
-    key = int.from_bytes(hashlib.sha256(b"scholarflow:checkpoints").digest()[:8], "big",
-                         signed=True)
-    conn = cast("psycopg.AsyncConnection[Any]", saver.conn)  # from_conn_string: one connection
+    await conn.execute(f"SET lock_timeout = '{int(timeout_seconds * 1000)}ms'")
+    await conn.execute("SELECT pg_advisory_lock(%s)", (_SETUP_LOCK,))
     try:
-        await conn.execute(f"SET lock_timeout = '{SETUP_LOCK_TIMEOUT_SECONDS}s'")
-        await conn.execute("SELECT pg_advisory_lock(%s)", (key,))
-        try:
-            await _drop_invalid_indexes(conn)
-            await saver.setup()
-        finally:
-            await conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
-            await conn.execute("RESET lock_timeout")
-    except psycopg.errors.LockNotAvailable:
-        raise BackendUnavailableError(
-            f"PostgreSQL at {DATABASE_URL_ENV} ({redact_url(url)}): creating the checkpoint "
-            f"tables waited over {SETUP_LOCK_TIMEOUT_SECONDS} s for other open transactions "
-            "in that database (or another process creating them); end those (see "
-            "pg_stat_activity) and try again"
-        ) from None
-    except psycopg.Error as exc:
-        raise failed("PostgreSQL", DATABASE_URL_ENV, url, exc) from None
+        await _drop_invalid_indexes(conn)
+        await saver.setup()
+    finally:
+        await conn.execute("SELECT pg_advisory_unlock(%s)", (_SETUP_LOCK,))
+        await conn.execute("RESET lock_timeout")
 
 
 async def _drop_invalid_indexes(conn: psycopg.AsyncConnection[Any]) -> None:

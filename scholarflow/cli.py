@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 from collections.abc import Iterable, Sequence
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from scholarflow import cli_kb
 from scholarflow.context import Context
@@ -22,6 +22,7 @@ from scholarflow.intents import Intent
 
 EXIT_RUN_FAILED = 1
 EXIT_BAD_INPUT = 2
+SEARCH_ENGINES = ("tavily", "bocha")
 
 
 class CliError(ScholarflowError):
@@ -40,6 +41,9 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--session", help="continue this session (see `sessions list`)")
     ask.add_argument("--mode", help="skip intent recognition: " + ", ".join(Intent))
     ask.add_argument("--web-search", action="store_true", help="search the web in chat")
+    ask.add_argument("--search-engine", choices=SEARCH_ENGINES,
+                     help="web search engine (default: the one whose API key is set; "
+                          "tavily when both or neither are)")
     ask.add_argument("--no-thinking", action="store_true", help="hide the workflow's thinking")
     ask.add_argument("--json", action="store_true", help="print one stream event per line")
 
@@ -57,7 +61,7 @@ def _parser() -> argparse.ArgumentParser:
     verbs.add_parser("list", help="one JSON line per session, newest first")
     show = verbs.add_parser("show", help="one JSON line per message")
     show.add_argument("session_id")
-    delete = verbs.add_parser("delete", help="delete a session and its messages")
+    delete = verbs.add_parser("delete", help="delete a session, its messages and checkpoints")
     delete.add_argument("session_id")
     cli_kb.add_parsers(sub)
     return parser
@@ -105,8 +109,17 @@ async def _graph_input(args: argparse.Namespace, question: str) -> dict[str, Any
     return payload
 
 
+def _search_engine(chosen: str | None) -> Literal["tavily", "bocha"]:
+    """The engine named, else the one whose key is set (Tavily when both or neither are)."""
+    if chosen == "bocha" or (chosen is None and os.environ.get("BOCHA_API_KEY")
+                             and not os.environ.get("TAVILY_API_KEY")):
+        return "bocha"
+    return "tavily"
+
+
 def _run_context(args: argparse.Namespace) -> Context:
-    ctx = Context(show_thinking=not args.no_thinking)
+    ctx = Context(show_thinking=not args.no_thinking,
+                  search_engine=_search_engine(getattr(args, "search_engine", None)))
     if not ctx.llm_configured:
         raise CliError("no LLM configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for "
                        "DeepSeek, Qwen, vLLM or Ollama)")
@@ -118,8 +131,12 @@ async def _ask(args: argparse.Namespace) -> int:
 
     payload = await _graph_input(args, _question(args.question))
     payload.update(mode_type=_mode(args.mode), enable_web_search=args.web_search)
-    return await cli_run.ask(payload, _run_context(args), session=args.session,
-                             json_output=args.json)
+    ctx = _run_context(args)
+    if args.web_search and (args.file or args.kb or args.doc):
+        # Only simple_interaction searches: a document task would drop the flag unsaid.
+        cli_run.note("--web-search applies to chat; a question about the given documents "
+                     "is answered from them, without web search")
+    return await cli_run.ask(payload, ctx, session=args.session, json_output=args.json)
 
 
 async def _resume(args: argparse.Namespace) -> int:
@@ -161,6 +178,7 @@ async def _route(args: argparse.Namespace) -> int:
 
 
 async def _sessions(args: argparse.Namespace) -> int:
+    from scholarflow.checkpoints import delete_thread
     from scholarflow.sessions.registry import close_all, session_store
 
     store = session_store()
@@ -184,6 +202,9 @@ async def _sessions(args: argparse.Namespace) -> int:
                     "content": m.content,
                 }, ensure_ascii=False))
             return 0
+        # Checkpoints first: if that fails, the session is still listed and the delete
+        # can be run again; the other way round its thread would be left behind unlisted.
+        await delete_thread(args.session_id)
         await store.delete(args.session_id)
         print(json.dumps({"deleted": args.session_id}))
         return 0
@@ -201,7 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return asyncio.run(command(args))
     except ScholarflowError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_safe(str(exc))}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
@@ -209,9 +230,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if debug:
             raise
-        print(f"error: unexpected {type(exc).__name__}: {exc} "
+        print(f"error: unexpected {type(exc).__name__}: {_safe(str(exc))} "
               "(set SCHOLARFLOW_DEBUG=1 for details)", file=sys.stderr)
         return EXIT_RUN_FAILED
+
+
+def _safe(message: str) -> str:
+    """The message on one line, without any secret of the service URLs: a driver's
+    message may quote a malformed URL that no handler of ours rewrote."""
+    from scholarflow.sessions.services import DATABASE_URL_ENV, REDIS_URL_ENV, env_url, scrub
+
+    message = " ".join(message.split())
+    for name in (DATABASE_URL_ENV, REDIS_URL_ENV):
+        if url := env_url(name):
+            message = scrub(message, url)
+    return message
 
 
 if __name__ == "__main__":

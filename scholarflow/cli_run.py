@@ -27,7 +27,7 @@ from scholarflow.state import InputState
 Renderer = JsonRenderer | TerminalRenderer
 
 
-def _note(text: str) -> None:
+def note(text: str) -> None:
     """A line about the run itself, on stderr (stdout is the answer or the JSON events)."""
     print(f"note: {text}", file=sys.stderr, flush=True)
 
@@ -67,8 +67,8 @@ async def ask(payload: dict[str, Any], ctx: Context, *, session: str | None,
             config = thread_config(session)
             pending, values = await _pending(graph, config) if given else ((), {})
             if pending:
-                _note(f"session {session} had an unfinished run ({_describe(values, pending)}); "
-                      "this question replaces it")
+                note(f"session {session} had an unfinished run ({_describe(values, pending)}); "
+                     "this question replaces it")
             return await _stream(graph, cast(InputState, request), config, ctx, session,
                                  json_output)
     finally:
@@ -89,7 +89,7 @@ async def resume(session_id: str, ctx: Context, *, json_output: bool) -> int:
                     f"session {session_id!r} has no unfinished run to resume; ask with "
                     f"`scholarflow ask QUESTION --session {session_id}`"
                 )
-            _note(f"resuming {_describe(values, pending)}")
+            note(f"resuming {_describe(values, pending)}")
             return await _stream(graph, None, config, ctx, session_id, json_output)
     finally:
         await close_all()
@@ -108,7 +108,7 @@ async def _stream(graph: ScholarflowGraph, request: InputState | None, config: R
         async for _namespace, event in stream:
             renderer.handle(cast(dict[str, Any], event))
     except asyncio.CancelledError:  # Ctrl-C: the checkpoint stays, say how to go on
-        _note(f"run stopped; `scholarflow resume {session_id}` continues it")
+        note(f"run stopped; `scholarflow resume {session_id}` continues it")
         raise
     if renderer.error is not None:
         if json_output:  # the terminal renderer already printed it

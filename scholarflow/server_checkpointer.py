@@ -10,35 +10,29 @@ in the server's own storage: only checkpoints come here.
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from scholarflow.errors import BackendUnavailableError, ConfigurationError
+from scholarflow.checkpoints import prepare_postgres
+from scholarflow.errors import ConfigurationError
 from scholarflow.sessions.services import (
     DATABASE_URL_ENV,
     POSTGRES_SCHEMES,
     check_scheme,
     env_url,
-    failed,
-    redact_url,
     unreachable,
 )
 
 POOL_MAX_SIZE = 4  # AsyncPostgresSaver serialises its queries; the pool is for reconnecting
 CONNECT_TIMEOUT_SECONDS = 10
 # The first setup builds indexes CONCURRENTLY, which waits for every transaction already
-# open in the database: a stuck one would hang the server's start without a word.
+# open in the database: a stuck one must fail the start, not hang it. Longer than the
+# CLI's: nobody is waiting at a terminal for a server to start.
 SETUP_TIMEOUT_SECONDS = 120.0
 _EXAMPLE = "postgresql://postgres@127.0.0.1:5432/test"
-# The same advisory lock as scholarflow.checkpoints: a CLI and a server starting together
-# on a fresh database must not both run the migrations.
-_SETUP_LOCK = int.from_bytes(hashlib.sha256(b"scholarflow:checkpoints").digest()[:8], "big",
-                             signed=True)
 
 
 def database_url() -> str:
@@ -63,7 +57,7 @@ async def make_checkpointer() -> AsyncIterator[BaseCheckpointSaver[str]]:
     import psycopg
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
     from psycopg.rows import dict_row
-    from psycopg_pool import AsyncConnectionPool, PoolTimeout
+    from psycopg_pool import AsyncConnectionPool
 
     url = database_url()
     connect_args: dict[str, Any] = {"autocommit": True, "prepare_threshold": 0,
@@ -75,17 +69,8 @@ async def make_checkpointer() -> AsyncIterator[BaseCheckpointSaver[str]]:
         conn = await psycopg.AsyncConnection.connect(url, **connect_args)
     except psycopg.Error as exc:
         raise unreachable("PostgreSQL", DATABASE_URL_ENV, url, exc) from None
-    try:
-        async with conn, asyncio.timeout(SETUP_TIMEOUT_SECONDS):
-            await _setup(conn, AsyncPostgresSaver(conn))
-    except psycopg.Error as exc:
-        raise failed("PostgreSQL", DATABASE_URL_ENV, url, exc) from None
-    except TimeoutError:
-        raise BackendUnavailableError(
-            f"PostgreSQL at {DATABASE_URL_ENV} ({redact_url(url)}): creating the checkpoint "
-            f"tables waited over {SETUP_TIMEOUT_SECONDS:.0f}s for transactions left open in "
-            "that database; end them (see pg_stat_activity) and start again"
-        ) from None
+    async with conn:
+        await prepare_postgres(conn, AsyncPostgresSaver(conn), url, SETUP_TIMEOUT_SECONDS)
 
     pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
         url,
@@ -99,37 +84,10 @@ async def make_checkpointer() -> AsyncIterator[BaseCheckpointSaver[str]]:
     )
     try:
         await pool.open(wait=True, timeout=CONNECT_TIMEOUT_SECONDS)
-    except PoolTimeout as exc:
+    except psycopg.Error as exc:  # PoolTimeout among them
         await pool.close()
         raise unreachable("PostgreSQL", DATABASE_URL_ENV, url, exc) from None
     try:
         yield AsyncPostgresSaver(pool)
     finally:
         await pool.close()
-
-
-# Indexes of the checkpoint tables that an interrupted CREATE INDEX CONCURRENTLY left
-# invalid. The migration that made one is recorded as done ("IF NOT EXISTS" skips it
-# next time), so nothing else would ever rebuild it.
-_INVALID_INDEXES = """
-SELECT format('%I.%I', n.nspname, ic.relname)
-FROM pg_index i
-JOIN pg_class ic ON ic.oid = i.indexrelid
-JOIN pg_class t ON t.oid = i.indrelid
-JOIN pg_namespace n ON n.oid = t.relnamespace
-WHERE NOT i.indisvalid AND pg_table_is_visible(t.oid)
-  AND t.relname IN ('checkpoints', 'checkpoint_blobs', 'checkpoint_writes')
-"""
-
-
-async def _setup(conn: Any, saver: Any) -> None:
-    """Create or migrate the checkpoint tables under the shared advisory lock."""
-    await conn.execute("SELECT pg_advisory_lock(%s)", (_SETUP_LOCK,))
-    try:
-        await saver.setup()
-        invalid = await (await conn.execute(_INVALID_INDEXES)).fetchall()
-        for row in invalid:
-            name = next(iter(row.values()))
-            await conn.execute(f"REINDEX INDEX CONCURRENTLY {name}")
-    finally:
-        await conn.execute("SELECT pg_advisory_unlock(%s)", (_SETUP_LOCK,))

@@ -165,7 +165,7 @@ async def test_open_transaction_fails_setup_clearly_and_next_start_recovers(
                 pass
         assert time.monotonic() - started < 10
         assert "SCHOLARFLOW_DATABASE_URL" in str(caught.value)
-        assert "open transactions" in str(caught.value)
+        assert "waited over 1s for transactions left open" in str(caught.value)
         await blocker.close()
         async with open_checkpointer() as saver:  # the index it left invalid is rebuilt
             assert await saver.aget_tuple(thread_config("x")) is None
@@ -241,6 +241,47 @@ def test_cli_persists_each_run_in_the_sessions_thread(
     assert_one_error_line(nothing, mentions="no unfinished run")
     assert_one_error_line(unknown, mentions="no session 'no-such-session'")
     assert_one_error_line(unreachable, mentions="SCHOLARFLOW_DATABASE_URL")
+
+
+def _pg_rows(url: str, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        return list(conn.execute(sql, params).fetchall())
+
+
+def test_sessions_delete_removes_the_threads_checkpoints(
+    llm_server: FakeOpenAIServer, tmp_path: Path, pg_schema_url: str
+) -> None:
+    """What was asked must not stay on disk or in the database once its session is deleted."""
+    question = "my private question ZEBRA42"
+    sqlite_home = tmp_path / "sqlite"
+    sqlite_env = llm_env(llm_server, sqlite_home)
+    pg_env = {**llm_env(llm_server, tmp_path / "pg"), "SCHOLARFLOW_DATABASE_URL": pg_schema_url}
+    llm_server.reset()
+    asked = run_many([(["ask", question, "--json"], sqlite_env),
+                      (["ask", question, "--json"], pg_env),
+                      (["ask", "another question KEEPME7", "--json"], sqlite_env)])
+    for result in asked:
+        assert result.returncode == 0, result.describe()
+    sqlite_id, pg_id, kept_id = (r.json_lines()[-1]["session_id"] for r in asked)
+    assert b"ZEBRA42" in _home_bytes(sqlite_home)
+    thread_rows = ("SELECT (SELECT count(*) FROM checkpoints WHERE thread_id = %s) "
+                   "+ (SELECT count(*) FROM checkpoint_blobs WHERE thread_id = %s) "
+                   "+ (SELECT count(*) FROM checkpoint_writes WHERE thread_id = %s)")
+    assert _pg_rows(pg_schema_url, thread_rows, pg_id, pg_id, pg_id)[0][0] > 0
+
+    deleted = run_many([(["sessions", "delete", sqlite_id], sqlite_env),
+                        (["sessions", "delete", pg_id], pg_env)])
+    for result, sid in zip(deleted, (sqlite_id, pg_id), strict=True):
+        assert result.returncode == 0 and json.loads(result.stdout) == {"deleted": sid}, \
+            result.describe()
+    # Nothing of it is left in any file: not in the tables, free pages or the WAL.
+    assert b"ZEBRA42" not in _home_bytes(sqlite_home)
+    with sqlite3.connect(sqlite_home / CHECKPOINTS_FILENAME) as db:
+        threads = {t for (t,) in db.execute("SELECT DISTINCT thread_id FROM checkpoints")}
+    assert threads == {kept_id}  # the other session's thread stays
+    assert _pg_rows(pg_schema_url, thread_rows, pg_id, pg_id, pg_id) == [(0,)]
 
 
 @pytest.fixture

@@ -119,7 +119,7 @@ async def test_unreachable_at_start_is_one_clear_error(url: str, reason: str) ->
     shown = url.replace(":s3cret@", ":***@")
     assert str(info.value) == (
         f"cannot connect to PostgreSQL at SCHOLARFLOW_DATABASE_URL ({shown}): {reason}; "
-        "start it or unset the variable"
+        "check the URL in SCHOLARFLOW_DATABASE_URL and that PostgreSQL is running, or unset it"
     )
     with pytest.raises(BackendUnavailableError):
         await PostgresSummaryCache(url).get_many(["doc_summary:a:b"])

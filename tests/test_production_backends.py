@@ -37,9 +37,11 @@ REPO = Path(__file__).resolve().parents[1]
 PG_DOWN = "postgresql://postgres@127.0.0.1:1/test"
 REDIS_DOWN = "redis://127.0.0.1:1/0"
 PG_DOWN_LINE = ("error: cannot connect to PostgreSQL at SCHOLARFLOW_DATABASE_URL "
-                f"({PG_DOWN}): connection refused; start it or unset the variable")
+                f"({PG_DOWN}): connection refused; check the URL in SCHOLARFLOW_DATABASE_URL "
+                "and that PostgreSQL is running, or unset it")
 REDIS_DOWN_LINE = ("error: cannot connect to Redis at SCHOLARFLOW_REDIS_URL "
-                   f"({REDIS_DOWN}): connection refused; start it or unset the variable")
+                   f"({REDIS_DOWN}): connection refused; check the URL in SCHOLARFLOW_REDIS_URL "
+                   "and that Redis is running, or unset it")
 FINAL_RULE = "summarise a set of academic documents"
 
 

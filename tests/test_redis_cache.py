@@ -99,7 +99,8 @@ async def test_unreachable_at_start_is_one_clear_error() -> None:
             await call
         assert str(info.value) == (
             "cannot connect to Redis at SCHOLARFLOW_REDIS_URL (redis://:***@127.0.0.1:1/0): "
-            "connection refused; start it or unset the variable"
+            "connection refused; check the URL in SCHOLARFLOW_REDIS_URL and that Redis is "
+            "running, or unset it"
         )
     await cache.close()
 

@@ -27,7 +27,7 @@ from scholarflow.testing import FakeOpenAIServer
 from scholarflow.tools import web_search as web_search_module
 from tests.conftest import run_graph
 from tests.servers import serve
-from tests.test_cli import llm_env, run_many
+from tests.test_cli import PAPER, llm_env, run_many
 
 KEY = "tvly-secret-key-0123456789"
 BOCHA_KEY = "sk-bocha-secret-9876543210"
@@ -314,3 +314,38 @@ def test_cli_ask_web_search(fakes: Fakes, fake_llm: FakeOpenAIServer, tmp_path: 
     assert without.stdout.strip() == (f"ok: {QUESTION}\n\n(Answered without web search "
                                       "results: no Tavily API key: set TAVILY_API_KEY to "
                                       "search the web.)"), without.describe()
+
+
+def test_cli_chooses_the_engine_by_flag_or_by_the_key_that_is_set(
+    fakes: Fakes, fake_llm: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    fake_llm.configure(rules=[{"match": FENCE, "role": "system", "reply": "It helps [2]."}])
+    env = {**llm_env(fake_llm, tmp_path / "home"), "SCHOLARFLOW_TAVILY_URL": fakes.tavily_url,
+           "SCHOLARFLOW_BOCHA_URL": fakes.bocha_url}
+    bocha_only = {**env, "BOCHA_API_KEY": BOCHA_KEY}
+    both = {**bocha_only, "TAVILY_API_KEY": KEY}
+    ask = ["ask", QUESTION, "--web-search"]
+    by_key, both_keys, flag_bocha, flag_tavily, with_file = run_many([
+        (ask, bocha_only),  # no flag: the engine whose key is set
+        (ask, both),  # no flag, both keys: Tavily
+        ([*ask, "--search-engine", "bocha"], both),
+        ([*ask, "--search-engine", "tavily", "--no-thinking"], bocha_only),
+        (["ask", "Summarize this paper", "--file", str(PAPER), "--web-search",
+          "--no-thinking"], both),
+    ])
+    for result, engine in ((by_key, "Bocha"), (both_keys, "Tavily"), (flag_bocha, "Bocha")):
+        assert result.returncode == 0, result.describe()
+        assert f"· Searching the web with {engine}." in result.err_lines, result.describe()
+        assert result.stdout.startswith("It helps [2]."), result.describe()
+        assert KEY not in result.stdout + result.stderr
+        assert BOCHA_KEY not in result.stdout + result.stderr
+    assert flag_tavily.returncode == 0, flag_tavily.describe()
+    assert "no Tavily API key: set TAVILY_API_KEY" in flag_tavily.stdout, flag_tavily.describe()
+    assert [r["authorization"] for r in fakes.bocha.requests] == [f"Bearer {BOCHA_KEY}"] * 2
+    assert [r["authorization"] for r in fakes.tavily.requests] == [f"Bearer {KEY}"]
+    # With documents the flag cannot apply to a document task: said, once, not dropped unsaid.
+    assert with_file.returncode == 0, with_file.describe()
+    assert with_file.err_lines[0] == (
+        "note: --web-search applies to chat; a question about the given documents is "
+        "answered from them, without web search"), with_file.describe()
+

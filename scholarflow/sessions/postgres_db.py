@@ -79,14 +79,16 @@ class PostgresDatabase:
             return self._pool
 
     async def _new_pool(self) -> AsyncConnectionPool[AsyncConnection[tuple[Any, ...]]]:
-        from psycopg import AsyncConnection, OperationalError
+        from psycopg import AsyncConnection
+        from psycopg import Error as PsycopgError
         from psycopg_pool import AsyncConnectionPool
 
         # One direct connection first: its error says why (refused, unknown
-        # database, bad password), where the pool would only time out.
+        # database, bad password), where the pool would only time out. Any
+        # psycopg error: a malformed URL is a ProgrammingError, not an OperationalError.
         try:
             probe = await AsyncConnection.connect(self.url, connect_timeout=self._connect_timeout)
-        except OperationalError as exc:
+        except PsycopgError as exc:
             raise unreachable("PostgreSQL", self.env_name, self.url, exc) from None
         await probe.close()
         pool: AsyncConnectionPool[AsyncConnection[tuple[Any, ...]]] = AsyncConnectionPool(
@@ -97,7 +99,7 @@ class PostgresDatabase:
         )
         try:
             await pool.open(wait=True, timeout=self._connect_timeout)
-        except OperationalError as exc:
+        except PsycopgError as exc:
             await pool.close()
             raise unreachable("PostgreSQL", self.env_name, self.url, exc) from None
         return pool

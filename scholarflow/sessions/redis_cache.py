@@ -28,6 +28,7 @@ from scholarflow.sessions.services import (
     check_scheme,
     failure_reason,
     redact_url,
+    scrub,
     unreachable,
 )
 from scholarflow.sessions.store import ClosesOnExit
@@ -83,8 +84,10 @@ class RedisSummaryCache(ClosesOnExit):
                     retry=Retry(NoBackoff(), 1),
                 )
             except ValueError as exc:
+                reason = scrub(" ".join(str(exc).split()), self.url)
                 raise ConfigurationError(
-                    f"{self.env_name} is not a usable Redis URL ({redact_url(self.url)}): {exc}"
+                    f"{self.env_name} is not a usable Redis URL ({redact_url(self.url)}): "
+                    f"{reason}; correct it or unset it"
                 ) from None
             self._loop = loop
         return self._client
@@ -154,7 +157,8 @@ class RedisSummaryCache(ClosesOnExit):
             logger.warning(
                 "lost the connection to Redis at %s (%s): %s; going on without the "
                 "summary cache, trying again in %.0f s",
-                self.env_name, redact_url(self.url), failure_reason(exc), self._retry_after,
+                self.env_name, redact_url(self.url), failure_reason(exc, self.url),
+                self._retry_after,
             )
         self._lost = True
         self._retry_at = time.monotonic() + self._retry_after

@@ -1,14 +1,17 @@
 """Shared helpers for the networked backends (PostgreSQL, Redis): variable names and messages.
 
 Every failure to reach a service becomes one line that names the variable,
-shows the URL without its password, and says what to do.
+shows the URL without its password, and says what to do. A driver's own
+message may quote any part of a malformed URL (libpq: `invalid
+percent-encoded token: "<password>"`), so every secret of the URL is scrubbed
+from it too.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import unquote
 
 from scholarflow.errors import BackendUnavailableError, ConfigurationError
 
@@ -17,6 +20,16 @@ REDIS_URL_ENV = "SCHOLARFLOW_REDIS_URL"
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 REDIS_SCHEMES = ("redis", "rediss", "unix")
 _SECRET_PARAMS = {"password", "passwd", "sslpassword"}
+# `password=...` in a URL's query or a libpq "key=value" string, quoted or not; a value
+# already *** is left alone, and an unquoted one ends before punctuation that encloses it.
+_SECRET_ASSIGNMENT = re.compile(
+    r"(?<![\w%])(password|passwd|sslpassword)(\s*=\s*)(?!\*\*\*)"
+    r"('(?:[^'\\]|\\.)*'?|[^\s&#'\"()]*)", re.I
+)
+_QUERY_PARAM = re.compile(r"[?&;]([^=&#]*)=([^&#]*)")
+# Drivers split a malformed URL at these: any piece of a password may be quoted alone.
+_URL_DELIMITERS = re.compile(r"[@/:?#&=]")
+_SHORT_SECRET = 4  # shorter pieces are scrubbed only as whole words: "e" is in every message
 
 
 def env_url(name: str) -> str | None:
@@ -24,22 +37,57 @@ def env_url(name: str) -> str | None:
     return os.environ.get(name, "").strip() or None
 
 
+def _userinfo(url: str) -> str | None:
+    """The text before the '@' that ends the authority, read leniently.
+
+    People paste passwords unencoded, so '@', '/' and '?' may be in it: the
+    userinfo runs to the LAST '@' before the path, else before the query,
+    else to the last '@' at all unless a query parameter is before it.
+    """
+    rest = url.partition("://")[2]
+    for stop in ("/", "?"):
+        head = rest.split(stop, 1)[0]
+        if "@" in head:
+            return head.rpartition("@")[0]
+    userinfo = rest.rpartition("@")[0]
+    return userinfo if userinfo and "=" not in userinfo else None
+
+
+def url_secrets(url: str) -> list[str]:
+    """Every secret of the URL as a driver might quote it, longest first: the password
+    (as written, percent-decoded, and its pieces between URL delimiters) and the values
+    of secret query parameters."""
+    whole: set[str] = set()
+    userinfo = _userinfo(url)
+    if userinfo is not None and ":" in userinfo:
+        whole.add(userinfo.partition(":")[2])
+    whole.update(m[2] for m in _QUERY_PARAM.finditer(url)
+                 if unquote(m[1]).strip().lower() in _SECRET_PARAMS)
+    whole.update(m[3].strip("'") for m in _SECRET_ASSIGNMENT.finditer(url))
+    whole |= {unquote(s) for s in whole}
+    pieces = whole | {p for s in whole for p in _URL_DELIMITERS.split(s)}
+    return sorted((p for p in pieces if p), key=lambda p: (-len(p), p))
+
+
+def scrub(text: str, url: str) -> str:
+    """`text` without any secret of `url` (each replaced by ***)."""
+    for secret in url_secrets(url):
+        if len(secret) >= _SHORT_SECRET:
+            text = text.replace(secret, "***")
+        else:
+            text = re.sub(rf"(?<![^\W_]){re.escape(secret)}(?![^\W_])", "***", text)
+    return _SECRET_ASSIGNMENT.sub(lambda m: f"{m[1]}{m[2]}***", text)
+
+
 def redact_url(url: str) -> str:
     """The URL with any password (in the authority or the query) replaced by ***."""
-    try:
-        parts = urlsplit(url)
-        host = parts.netloc.rpartition("@")[2]
-        netloc = parts.netloc
-        if parts.password is not None:
-            netloc = f"{parts.username or ''}:***@{host}"
-        query = urlencode(
-            [(k, "***" if k.lower() in _SECRET_PARAMS else v)
-             for k, v in parse_qsl(parts.query, keep_blank_values=True)],
-            safe="*",
-        )
-        return urlunsplit(parts._replace(netloc=netloc, query=query))
-    except ValueError:
-        return "<unparsable URL>"
+    shown = url
+    userinfo = _userinfo(url)
+    if userinfo is not None and ":" in userinfo:
+        scheme, _, rest = url.partition("://")
+        user = userinfo.partition(":")[0]
+        shown = f"{scheme}://{user}:***@{rest[len(userinfo) + 1:]}"
+    return scrub(shown, url)
 
 
 def check_scheme(url: str, env_name: str, schemes: tuple[str, ...], example: str) -> str:
@@ -53,9 +101,9 @@ def check_scheme(url: str, env_name: str, schemes: tuple[str, ...], example: str
     return url
 
 
-def failure_reason(exc: BaseException) -> str:
-    """The useful part of a driver's connection error, on one line."""
-    text = " ".join(str(exc).split()) or type(exc).__name__
+def failure_reason(exc: BaseException, url: str) -> str:
+    """The useful part of a driver's error about `url`, on one line, without its secrets."""
+    text = scrub(" ".join(str(exc).split()) or type(exc).__name__, url)
     # redis-py: "Error 111 connecting to host:port. ..." -> the errno's own words.
     if match := re.match(r"Error (\d+) connecting to [^ ]+\.", text):
         text = os.strerror(int(match[1]))
@@ -63,22 +111,29 @@ def failure_reason(exc: BaseException) -> str:
     text = text.rsplit(" failed: ", 1)[-1]
     text = re.sub(r"^(FATAL|ERROR):\s+", "", text)
     text = text.split(" Is the server running", 1)[0].rstrip(". ")
-    return (text[:1].lower() + text[1:])[:300]
+    if not text[1:2].isupper():  # "Connection refused" -> "connection refused"; "AUTH" stays
+        text = text[:1].lower() + text[1:]
+    return text[:300]
 
 
 def unreachable(
     service: str, env_name: str, url: str, exc: BaseException
 ) -> BackendUnavailableError:
-    """The error for a service that could not be reached at first use."""
+    """The error for a service that could not be reached at first use.
+
+    The advice fits a stopped server and a wrong URL (unknown database or
+    role, bad port or option) alike: the driver's reason says which.
+    """
     return BackendUnavailableError(
         f"cannot connect to {service} at {env_name} ({redact_url(url)}): "
-        f"{failure_reason(exc)}; start it or unset the variable"
+        f"{failure_reason(exc, url)}; check the URL in {env_name} and that {service} "
+        "is running, or unset it"
     )
 
 
 def failed(service: str, env_name: str, url: str, exc: BaseException) -> BackendUnavailableError:
     """The error for a service that failed after it had been reached."""
     return BackendUnavailableError(
-        f"{service} at {env_name} ({redact_url(url)}) failed: {failure_reason(exc)}; "
+        f"{service} at {env_name} ({redact_url(url)}) failed: {failure_reason(exc, url)}; "
         "check that it is running"
     )

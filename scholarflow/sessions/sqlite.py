@@ -114,6 +114,8 @@ class SqliteDatabase:
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("PRAGMA synchronous = NORMAL")  # durable enough under WAL
                 conn.execute("PRAGMA foreign_keys = ON")
+                # A deleted session's text is zeroed in the file, not left in free pages.
+                conn.execute("PRAGMA secure_delete = ON")
                 conn.executescript(self._schema)
             except BaseException:
                 conn.close()
@@ -222,7 +224,9 @@ class SqliteSessionStore(ClosesOnExit):
                 # Explicit, so deleting does not depend on the foreign_keys pragma.
                 conn.execute("DELETE FROM session_messages WHERE session_id = ?", (session_id,))
                 cur = conn.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
-                return cur.rowcount > 0
+            # The WAL still holds the pages as they were before; copy back and empty it.
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            return cur.rowcount > 0
 
         return await self._db.run(work)
 
