@@ -27,6 +27,7 @@ from scholarflow.sessions.store import (
     ClosesOnExit,
     CompressionConflictError,
     SessionNotFoundError,
+    check_compression,
     check_session_id,
 )
 from scholarflow.tokens import count_message_tokens
@@ -214,11 +215,7 @@ class PostgresSessionStore(ClosesOnExit):
     async def compress(
         self, session_id: str, message_ids: Sequence[int], summary: str
     ) -> Message:
-        ids = set(message_ids)
-        if not ids:
-            raise ValueError("compress() needs at least one message id")
-        if not isinstance(summary, str) or not summary.strip():
-            raise ValueError("compress() needs a non-empty summary")
+        ids = check_compression(message_ids, summary)
         if "\x00" in session_id:
             raise SessionNotFoundError(session_id)
         summary = _storable(summary)

@@ -28,6 +28,16 @@ def check_session_id(session_id: str) -> str:
     return session_id
 
 
+def check_compression(message_ids: Sequence[int], summary: str) -> set[int]:
+    """The ids to compress when the arguments make sense; else ValueError (as every backend)."""
+    ids = set(message_ids)
+    if not ids:
+        raise ValueError("compress() needs at least one message id")
+    if not isinstance(summary, str) or not summary.strip():
+        raise ValueError("compress() needs a non-empty summary")
+    return ids
+
+
 class SessionNotFoundError(InputError, LookupError):
     """The session id names no stored session.
 
