@@ -73,15 +73,21 @@ def content_hash(text: str) -> str:
 
 
 def load_document_file(path: str | Path) -> Document:
-    """Read a PDF, Markdown or text file into a `Document`, or raise `DocumentError`."""
+    """Read a PDF, Markdown or text file into a `Document`, or raise `DocumentError`.
+
+    The document is to be given directly (`--file`): a PDF's text keeps its
+    page breaks as form feeds and its metadata title on top (see
+    `scholarflow.ingest.extract.paged_document`), since the text is all a
+    request carries.
+    """
     shown = str(path)
     raw = read_document_bytes(path)
     if is_pdf(path, raw):
         # Imported here: the extractor imports this module, and pypdf is only
         # worth loading when a PDF actually arrives.
-        from scholarflow.ingest.extract import extract_pdf
+        from scholarflow.ingest.extract import extract_pdf, paged_document
 
-        return extract_pdf(raw, shown).document
+        return paged_document(extract_pdf(raw, shown))
     return document_from_bytes(raw, shown)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 import pytest
@@ -10,7 +12,9 @@ from scholarflow import Context
 from scholarflow.documents import document_from_text
 from scholarflow.ingest.pipeline import add_document
 from scholarflow.nodes import recall as recall_nodes
-from scholarflow.state import RecallStep, RecallStepTask
+from scholarflow.nodes.recall import recall_questions
+from scholarflow.prompts import KEY_CHUNK_QUERIES
+from scholarflow.state import DocumentInfo, RecallStep, RecallStepTask, SubQuestion
 from scholarflow.testing import FakeOpenAIServer
 from scholarflow.tools.kb import RecalledChunk
 from scholarflow.tools.kb_registry import open_knowledge_base
@@ -70,7 +74,20 @@ async def test_failed_sub_questions_fall_back_to_the_question(fake_llm: FakeOpen
     out, events = await run_graph({"query": "Which learning rate does each paper use?",
                                    "document_contents": _docs()})
     assert out["answer"] == "It is 3e-4 [1]." and out["sources"][0]["n"] == 1
-    assert len(_done(events, "recall_step")) == 1
+    # Several documents: the question aimed at each one.
+    assert len(_done(events, "recall_step")) == 2
+    assert _done(events, "plan_generation")[0]["steps"] == 2
+    # One document: the question itself is the one step.
+    fake_llm.reset()
+    fake_llm.configure(rules=[
+        {"match": SUBQ_RULE, "reply": "I cannot do JSON today."},
+        {"match": ANSWER_RULE, "reply": "It is 3e-4 [1]."},
+    ])
+    ctx = Context(max_context_tokens=11_000, reserved_answer_tokens=8_000,
+                  system_tokens_estimate=500)
+    out, events = await run_graph({"query": "Which learning rate did they use?",
+                                   "content": paper("en_sparse_attention.md")}, ctx)
+    assert out["strategy"] == "chunk_recall" and out["error"] is None, out["error"]
     assert _done(events, "plan_generation")[0]["steps"] == 1
 
 
@@ -157,3 +174,91 @@ async def test_a_step_searches_its_translation_and_keeps_the_best_score(
     recalled = update["recalled"]
     assert recalled[0]["chunk_id"] == "zh:00001" and recalled[0]["score"] == 0.9
     assert len(recalled) == 3 and update["completed_steps"] == [1]
+
+
+# --- every document gets a step; a summary's fallback searches for the key parts -------------
+
+LR_QUESTION = "Which learning rate does each paper use?"
+
+
+def _eight_documents() -> dict[str, str]:
+    """One long document whose many sections all talk of learning rates, and seven notes."""
+    runs = "\n\n".join(
+        f"## Run {i}\n\nThe learning rate of run {i} was 3e-{i % 5 + 2}; the learning rate "
+        "warmed up, then the learning rate decayed with a cosine learning rate schedule."
+        for i in range(30))
+    docs = {"sweep": "# Learning Rate Sweep\n\n" + runs}
+    for k in range(1, 8):
+        docs[f"note{k}"] = (f"# Field Note {k}\n\nWe trained model N{k} on our corpus for "
+                            f"{k} days and used a learning rate of {k}e-5 with Adam. "
+                            + "The corpus was cleaned and deduplicated before training. " * 4)
+    return docs
+
+
+def _prompt_titles(server: FakeOpenAIServer) -> set[str]:
+    return set(re.findall(r'<chunk n="\d+" title="([^"]*)"', _answer_prompt(server)))
+
+
+@pytest.mark.parametrize("planner", ["fails", "aims_at_each"])
+async def test_every_one_of_eight_documents_is_recalled(
+    fake_llm: FakeOpenAIServer, planner: str
+) -> None:
+    docs = _eight_documents()
+    # More sub-questions than the cap, one per document: the last two are cut off.
+    aimed = json.dumps({"sub_questions": [
+        {"question": "learning rate", "doc_id": d} for d in docs]})
+    fake_llm.configure(rules=[
+        {"match": SUBQ_RULE, "reply": aimed if planner == "aims_at_each" else "no JSON"},
+        {"match": ANSWER_RULE, "reply": "They differ [1]."},
+    ])
+    out, events = await run_graph({"query": LR_QUESTION, "document_contents": docs,
+                                   "mode_type": "LITERATURE_QA"})
+    assert out["error"] is None and out["strategy"] == "chunk_recall", out["error"]
+    assert _done(events, "plan_generation")[0]["steps"] == 8
+    assert _prompt_titles(fake_llm) == {"Learning Rate Sweep",
+                                        *(f"Field Note {k}" for k in range(1, 8))}
+
+
+def _info(doc_id: str) -> DocumentInfo:
+    return DocumentInfo(doc_id=doc_id, title=doc_id, tokens=1, content_hash=doc_id)
+
+
+def test_recall_questions_cover_every_document_after_the_planned_ones() -> None:
+    planned = [SubQuestion(question="lr", translation="学习率", doc_id="b"),
+               SubQuestion(question="data", translation=None, doc_id=None)]
+    docs = [_info("a"), _info("b"), _info("c")]
+    assert [(q["question"], q["doc_id"]) for q in
+            recall_questions(planned, "Q?", docs, "LITERATURE_QA")] == [
+        ("lr", "b"), ("data", None), ("Q?", "a"), ("Q?", "c")]
+    one = [_info("a")]
+    assert recall_questions([], "Q?", one, "PAPER_REVIEW") == [
+        SubQuestion(question="Q?", translation=None, doc_id=None)]
+    assert recall_questions(planned, "Q?", one, "LITERATURE_SUMMARY") == planned
+    probes = recall_questions([], "Summarize it", one, "REVIEW_GENERATION")
+    assert [q["question"] for q in probes] == list(KEY_CHUNK_QUERIES)
+    assert {q["doc_id"] for q in probes} == {"a"}
+    # A whole large knowledge base: one search over all of it, not one per document.
+    many = [_info(f"d{i}") for i in range(recall_nodes.MAX_LISTED_DOCUMENTS + 1)]
+    assert recall_questions([], "Q?", many, "LITERATURE_QA") == [
+        SubQuestion(question="Q?", translation=None, doc_id=None)]
+
+
+async def test_a_large_document_summary_falls_back_to_its_key_parts(
+    fake_llm: FakeOpenAIServer,
+) -> None:
+    fake_llm.configure(rules=[
+        {"match": SUBQ_RULE, "reply": "no JSON"},
+        {"match": ANSWER_RULE, "reply": "A summary [1]."},
+    ])
+    ctx = Context(max_context_tokens=11_000, reserved_answer_tokens=8_000,
+                  system_tokens_estimate=500)
+    out, events = await run_graph({"query": "Summarize this paper", "mode_type":
+                                   "LITERATURE_SUMMARY",
+                                   "content": paper("en_sparse_attention.md")}, ctx)
+    assert out["error"] is None and out["strategy"] == "chunk_recall", out["error"]
+    assert _done(events, "plan_generation")[0]["steps"] == len(KEY_CHUNK_QUERIES)
+    prompt = _answer_prompt(fake_llm)
+    chunks = prompt[prompt.index("<chunk"):]
+    # The method, the results and the limitations: not what "summarize this paper" finds.
+    for part in ("2 Method", "3.2 Main results", "4 Limitations"):
+        assert part in chunks, part

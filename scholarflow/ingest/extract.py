@@ -3,13 +3,19 @@
 Whatever the format, the result is a `Document` (so `doc_id` and
 `content_hash` are the canonical ones of `scholarflow.documents`) plus where
 each PDF page starts in its text, so chunks can say which page they are on.
+
+A request carries a document given directly as text only, so a PDF given
+that way (`ask --file`) keeps its structure in the text: a form feed between
+pages (extracted text has none of its own), and a metadata title that is not
+the text's own first line as a `#` line on top. `extracted_from_text` reads
+form feeds back as pages, so recall over that text cites pages too.
 """
 
 from __future__ import annotations
 
 import io
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -18,6 +24,7 @@ from scholarflow.documents import (
     DocumentError,
     document_from_bytes,
     document_from_text,
+    extract_title,
     is_pdf,
     read_document_bytes,
 )
@@ -26,7 +33,16 @@ from scholarflow.ingest.chunking import plain_heading_level
 if TYPE_CHECKING:
     from pypdf import PdfReader
 
-__all__ = ["SUPPORTED_SUFFIXES", "ExtractedDocument", "Kind", "extract_file", "extract_pdf"]
+__all__ = [
+    "PAGE_BREAK",
+    "SUPPORTED_SUFFIXES",
+    "ExtractedDocument",
+    "Kind",
+    "extract_file",
+    "extract_pdf",
+    "extracted_from_text",
+    "paged_document",
+]
 
 Kind = Literal["pdf", "markdown", "text"]
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".mdown", ".mkd"})
@@ -36,6 +52,8 @@ SUPPORTED_SUFFIXES = MARKDOWN_SUFFIXES | TEXT_SUFFIXES | {".pdf"}
 
 # Pages are joined by a blank line: a page break is a paragraph break for the chunker.
 PAGE_SEPARATOR = "\n\n"
+# Between pages of a text given directly; on a line of its own, as plain-text page breaks are.
+PAGE_BREAK = "\f"
 _LIGATURES = str.maketrans({"ﬀ": "ff", "ﬁ": "fi", "ﬂ": "fl", "ﬃ": "ffi", "ﬄ": "ffl", "\x00": ""})
 # A paragraph's last line ends a sentence and is clearly shorter than the page's lines.
 _SENTENCE_END = re.compile(r"[.!?:。！？：”\"')）]\s*$")
@@ -103,6 +121,35 @@ def extract_pdf(raw: bytes, shown: str) -> ExtractedDocument:
     content, pages = _join_pages(texts)
     document = document_from_text(content, title=title, source=shown)
     return ExtractedDocument(document, "pdf", pages)
+
+
+def paged_document(extracted: ExtractedDocument) -> Document:
+    """The text to give directly for an extracted PDF: its pages and title kept in it."""
+    document = extracted.document
+    if not extracted.pages:
+        return document
+    texts = [""] * extracted.pages[-1][0]  # a blank page stays, as an empty one: numbers hold
+    ends = [start - len(PAGE_SEPARATOR) for _, start in extracted.pages[1:]]
+    for (number, start), end in zip(extracted.pages, [*ends, len(document.content)], strict=True):
+        texts[number - 1] = document.content[start:end]
+    if document.title != extract_title(document.content):  # the metadata's title
+        texts[0] = f"# {document.title}\n\n{texts[0]}"
+    return document_from_text(f"\n{PAGE_BREAK}\n".join(texts), title=document.title,
+                              source=document.source)
+
+
+def extracted_from_text(document: Document, kind: Kind = "markdown") -> ExtractedDocument:
+    """A document given as text; form feeds in it are page breaks, pages numbered from 1.
+
+    With pages, the text is the one extraction gives (pages apart by a blank
+    line) and headings are read as in plain text; `doc_id` and `content_hash`
+    stay those of the text as given, which is how the request names it.
+    """
+    if PAGE_BREAK not in document.content:
+        return ExtractedDocument(document, kind)
+    texts = [t.strip("\n") for t in document.content.split(PAGE_BREAK)]
+    content, pages = _join_pages([t if t.strip() else "" for t in texts])
+    return ExtractedDocument(replace(document, content=content), "text", pages)
 
 
 def _decrypt_with_empty_password(reader: PdfReader, shown: str) -> bool:

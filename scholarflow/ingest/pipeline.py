@@ -17,7 +17,13 @@ from typing import Any, Literal
 
 from scholarflow.documents import Document, DocumentError
 from scholarflow.ingest.chunking import ChunkedDocument, chunk_document
-from scholarflow.ingest.extract import SUPPORTED_SUFFIXES, ExtractedDocument, Kind, extract_file
+from scholarflow.ingest.extract import (
+    SUPPORTED_SUFFIXES,
+    ExtractedDocument,
+    Kind,
+    extract_file,
+    extracted_from_text,
+)
 from scholarflow.tools.kb import DocumentNotFoundError, KnowledgeBase, StoredDocument
 
 __all__ = [
@@ -167,8 +173,9 @@ async def add_document(
     """Chunk a document already in memory (`content`, `document_contents`) and add it.
 
     Its `doc_id` is kept as given; "unchanged" when the knowledge base has it.
+    Form feeds in its text are page breaks (`extracted_from_text`).
     """
-    extracted = ExtractedDocument(document, kind)
+    extracted = extracted_from_text(document, kind)
     chunked = await asyncio.to_thread(chunk_document, extracted)  # CPU: a big text takes ms
     return await _store(kb, document.source or document.doc_id, Prepared(extracted, chunked))
 

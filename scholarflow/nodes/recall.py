@@ -1,11 +1,14 @@
 """The chunk_recall branch: sub_question_generation -> plan_generation -> execution.
 
 Sub-questions are retrieval-oriented and may aim at one document; each
-becomes one recall step; the execution subgraph runs consecutive recall
-steps in parallel (one Send each) and stops after total_steps x 2 rounds
-even if a step keeps failing. A step that failed for a reason another try
-cannot change (bad input, a setting, an unreachable service) is not tried
-again; when no step succeeds the run fails with the first step's reason.
+becomes one recall step. With several documents, every document no
+sub-question aims at gets the question itself aimed at it, so none is
+crowded out by another's chunks (DESIGN.md: chunk_recall per document).
+The execution subgraph runs consecutive recall steps in parallel (one Send
+each) and stops after total_steps x 2 rounds even if a step keeps failing.
+A step that failed for a reason another try cannot change (bad input, a
+setting, an unreachable service) is not tried again; when no step succeeds
+the run fails with the first step's reason.
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ from scholarflow.errors import (
 from scholarflow.events import Thinking, node_complete
 from scholarflow.nodes.common import history_text
 from scholarflow.nodes.errors import user_message
-from scholarflow.prompts import SUB_QUESTION_GENERATION_PROMPT
+from scholarflow.nodes.intent import SUMMARY_INTENTS
+from scholarflow.prompts import KEY_CHUNK_QUERIES, SUB_QUESTION_GENERATION_PROMPT
 from scholarflow.state import (
     DocumentInfo,
     RecalledChunkState,
@@ -48,6 +52,10 @@ from scholarflow.tools.recall import DIRECT_KB, prepare_recall, recall_scope, re
 
 logger = logging.getLogger(__name__)
 MAX_SUB_QUESTIONS = 6
+# The planner is shown this many documents, and each gets a step of its own up to this
+# many: a step is a search and a query embedding, so a question over a larger whole
+# knowledge base searches it all at once instead.
+MAX_LISTED_DOCUMENTS = 50
 _JSON_OBJECT = re.compile(r"\{.*\}", re.S)
 # Failures that come out the same however often a step is tried.
 PERMANENT_ERRORS = (InputError, ConfigurationError, NotSupportedError, FatalLLMError)
@@ -87,7 +95,8 @@ async def sub_question_generation(state: State, runtime: Runtime[Context]) -> di
     documents = state.get("documents") or []
     query = state["query"]
     thinking = Thinking(ctx.show_thinking, "sub_question_generation")
-    listing = "\n".join(f"- id {d['doc_id']}: {d['title']}" for d in documents[:50])
+    listing = "\n".join(f"- id {d['doc_id']}: {d['title']}"
+                        for d in documents[:MAX_LISTED_DOCUMENTS])
     system = SUB_QUESTION_GENERATION_PROMPT.format(
         max_questions=str(MAX_SUB_QUESTIONS), document_list=listing or "(the whole knowledge base)",
         history=history_text(state, "planning"),
@@ -99,15 +108,48 @@ async def sub_question_generation(state: State, runtime: Runtime[Context]) -> di
         usage.append(result.usage)
         questions = parse_sub_questions(result.text, documents)
     except LLMError as exc:
-        logger.info("sub-questions failed, the question is one step: %s", exc)
+        logger.info("sub-questions failed, falling back: %s", exc)
         questions = []
-    if not questions:
-        questions = [SubQuestion(question=query, translation=None, doc_id=None)]
-        thinking.say("Searching with the question itself.")
-    else:
+    if questions:
         thinking.say("Sub-questions: " + "; ".join(q["question"] for q in questions))
+    planned = len(questions)
+    questions = recall_questions(questions, query, documents, state.get("detected_intent"))
+    if added := questions[planned:]:
+        thinking.say(_added_note(added, query))
     node_complete("sub_question_generation", count=len(questions))
     return {"sub_questions": questions, "usage": usage}
+
+
+def recall_questions(
+    planned: list[SubQuestion], query: str, documents: list[DocumentInfo], intent: str | None,
+) -> list[SubQuestion]:
+    """What recall searches: the planner's sub-questions, then what they leave out.
+
+    Several documents: each one no sub-question aims at gets the question
+    itself aimed at it (an untargeted question lets one document's chunks
+    crowd out the others'). One document and nothing planned: a summary
+    searches the probes `key_chunks_text` uses for a paper's key parts (its
+    question, "summarize this paper", finds little); anything else searches
+    the question itself.
+    """
+    if 1 < len(documents) <= MAX_LISTED_DOCUMENTS:
+        aimed = {q["doc_id"] for q in planned}
+        return [*planned, *(SubQuestion(question=query, translation=None, doc_id=d["doc_id"])
+                            for d in documents if d["doc_id"] not in aimed)]
+    if planned:
+        return list(planned)
+    if len(documents) == 1 and intent in SUMMARY_INTENTS:
+        return [SubQuestion(question=probe, translation=None, doc_id=documents[0]["doc_id"])
+                for probe in KEY_CHUNK_QUERIES]
+    return [SubQuestion(question=query, translation=None, doc_id=None)]
+
+
+def _added_note(added: list[SubQuestion], query: str) -> str:
+    if added[0]["question"] != query:
+        return "Searching for the document's key parts: " + "; ".join(q["question"] for q in added)
+    if added[0]["doc_id"] is None:
+        return "Searching with the question itself."
+    return f"Searching {len(added)} document(s) no sub-question covers with the question itself."
 
 
 async def plan_generation(state: State, runtime: Runtime[Context]) -> dict[str, Any]:

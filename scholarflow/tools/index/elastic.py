@@ -18,26 +18,32 @@ so a chunk's score does not depend on which list it happened to come from.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import math
-import os
-import re
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager, suppress
+from collections.abc import Sequence
+from contextlib import suppress
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
-from elastic_transport import ConnectionError as TransportConnectionError
-from elastic_transport import ConnectionTimeout, TransportError
+from elastic_transport import TransportError
 from elasticsearch import ApiError, AsyncElasticsearch, ConflictError, NotFoundError
 
-from scholarflow.errors import ConfigurationError, ScholarflowError
+from scholarflow.errors import ConfigurationError, InputError
 from scholarflow.tools.embeddings import Embedder, Vectors
 from scholarflow.tools.index.crosslingual import lexical_query
+from scholarflow.tools.index.elastic_client import (
+    ENV_URL,
+    INDEX_PREFIX,
+    ElasticsearchError,
+    ElasticsearchUnavailableError,
+    connect,
+    es_errors,
+    index_name,
+    redact,
+)
 from scholarflow.tools.index.elastic_mapping import index_body
 from scholarflow.tools.index.elastic_query import FIELD, lexical_clause, statistics_documents
 from scholarflow.tools.index.hybrid import hybrid_scores
+from scholarflow.tools.index.tokenize import has_words
 from scholarflow.tools.kb import (
     Chunk,
     DocumentNotFoundError,
@@ -48,74 +54,26 @@ from scholarflow.tools.kb import (
 )
 from scholarflow.tools.rerank import rerank
 
-ENV_URL = "SCHOLARFLOW_ES_URL"
-INDEX_PREFIX = "scholarflow-kb-"
+# With the connection's names (elastic_client), still importable from here.
+__all__ = [
+    "ENV_URL",
+    "ElasticsearchError",
+    "ElasticsearchKnowledgeBase",
+    "ElasticsearchUnavailableError",
+    "connect",
+    "es_errors",
+    "index_name",
+    "redact",
+]
+
 BULK_BATCH = 200  # chunks per _bulk request: ~2-5 MB with 1024-dim vectors, far under 100 MB
 CHUNK_SOURCE = ["doc_id", "chunk_id", "n", "text", "title", "heading", "page"]
 DOC_SOURCE = ["doc_id", "title", "source", "content_hash", "tokens", "chunks"]
+DOCUMENTS_PAGE = 1000  # doc records per request when listing; search_after pages on
 # Cosine for BM25-only candidates; +1 because ES rejects negative scores. A
 # chunk stored without a vector (empty text) counts as cosine 0.
 COSINE_SCRIPT = ("doc['vector'].size() == 0 ? 1.0 : "
                  "cosineSimilarity(params.query_vector, 'vector') + 1.0")
-
-
-class ElasticsearchUnavailableError(ConfigurationError):
-    """SCHOLARFLOW_ES_URL does not answer (or is not a URL)."""
-
-
-class ElasticsearchError(ScholarflowError):
-    """Elasticsearch answered, but refused or failed the request."""
-
-
-def index_name(kb_name: str) -> str:
-    """`scholarflow-kb-<name>`, lowercase as ES demands; a name that lowercasing would
-    change or fold into another ("Papers" vs "papers") gets a hash suffix: isolation."""
-    if re.fullmatch(r"[a-z0-9][a-z0-9_.-]{0,150}", kb_name):
-        return INDEX_PREFIX + kb_name
-    slug = re.sub(r"[^a-z0-9_-]+", "-", kb_name.lower()).strip("-_")[:100] or "kb"
-    digest = hashlib.sha256(kb_name.encode()).hexdigest()[:10]
-    return f"{INDEX_PREFIX}{slug}-{digest}"
-
-
-def redact(url: str) -> str:
-    """The URL without its password, for error messages."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparsable URL>"
-    if parts.password is None:
-        return url
-    netloc = f"{parts.username}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
-@asynccontextmanager
-async def es_errors(url: str, what: str) -> AsyncIterator[None]:
-    """Turn transport and API failures into one line a person can act on."""
-    try:
-        yield
-    except (TransportConnectionError, ConnectionTimeout) as exc:
-        raise ElasticsearchUnavailableError(
-            f"{ENV_URL}={redact(url)} is unreachable; could not {what} "
-            f"({type(exc).__name__}); start Elasticsearch or fix the URL") from None
-    except ApiError as exc:
-        raise ElasticsearchError(
-            f"Elasticsearch refused to {what} (HTTP {exc.meta.status}: {exc.message})") from None
-    except TransportError as exc:
-        raise ElasticsearchError(f"could not {what} on Elasticsearch: {exc}") from None
-
-
-def connect(url: str | None, request_timeout: float = 30.0) -> tuple[AsyncElasticsearch, str]:
-    """A client for `url` (default SCHOLARFLOW_ES_URL); a clear error for a missing or bad URL."""
-    url = url or os.environ.get(ENV_URL, "").strip()
-    if not url:
-        raise ConfigurationError(f"{ENV_URL} is not set; it names the Elasticsearch server")
-    try:
-        # One retry: a dead URL should fail in seconds, with one clear line.
-        return AsyncElasticsearch(url, request_timeout=request_timeout, max_retries=1), url
-    except ValueError as exc:
-        raise ElasticsearchUnavailableError(
-            f"{ENV_URL}={redact(url)} is not a usable URL ({exc})") from None
 
 
 class ElasticsearchKnowledgeBase:
@@ -256,20 +214,30 @@ class ElasticsearchKnowledgeBase:
                                                refresh=True, conflicts="proceed")
 
     async def documents(self, doc_ids: Sequence[str] | None = None) -> list[StoredDocument]:
-        """All documents by title, or the named ones in the given order (unknown ids skipped)."""
+        """All documents by title, or the named ones in the given order (unknown ids skipped).
+
+        Paged in doc_id order with search_after: one search stops at 10,000 hits."""
         filters: list[dict[str, Any]] = [{"term": {"kind": "doc"}}]
         if doc_ids is not None:
             if not doc_ids:
                 return []
             filters.append({"terms": {"doc_id": list(doc_ids)}})
+        found: dict[str, StoredDocument] = {}
+        after: list[Any] | None = None
         async with es_errors(self._url, "list documents"):
-            response = await self._client.search(
-                index=self.index, query={"bool": {"filter": filters}},
-                source_includes=DOC_SOURCE, size=10000,
-            )
-        sources = [hit["_source"] for hit in response["hits"]["hits"]]
-        # DOC_SOURCE names StoredDocument's fields.
-        found = {s["doc_id"]: StoredDocument(**{k: s.get(k) for k in DOC_SOURCE}) for s in sources}
+            while True:
+                response = await self._client.search(
+                    index=self.index, query={"bool": {"filter": filters}},
+                    source_includes=DOC_SOURCE, size=DOCUMENTS_PAGE, sort=[{"doc_id": "asc"}],
+                    search_after=after)
+                hits = response["hits"]["hits"]
+                for hit in hits:  # DOC_SOURCE names StoredDocument's fields.
+                    source = hit["_source"]
+                    found[source["doc_id"]] = StoredDocument(**{k: source.get(k)
+                                                                for k in DOC_SOURCE})
+                if len(hits) < DOCUMENTS_PAGE:
+                    break
+                after = hits[-1]["sort"]
         if doc_ids is not None:
             return [found[d] for d in dict.fromkeys(doc_ids) if d in found]
         return sorted(found.values(), key=lambda d: (d.title, d.doc_id))
@@ -286,6 +254,10 @@ class ElasticsearchKnowledgeBase:
 
     async def search(self, query: str, *, doc_ids: Sequence[str] | None,
                      params: RecallParams) -> list[RecalledChunk]:
+        """As the embedded index: InputError for a query without words, DocumentNotFoundError
+        for an unknown id in `doc_ids`."""
+        if not has_words(query):
+            raise InputError("the query has no searchable words")
         if doc_ids is not None and not doc_ids:
             return []
         filters: list[dict[str, Any]] = [{"term": {"kind": "chunk"}}]
@@ -306,6 +278,7 @@ class ElasticsearchKnowledgeBase:
                    "num_candidates": min(10000, 2 * size), "filter": filters}
             searches += [{}, {"size": size, "knn": knn, "_source": CHUNK_SOURCE}]
         if not searches:
+            await self._check_documents(doc_ids or [])
             return []
         async with es_errors(self._url, "search"):
             responses = await self._msearch(searches)
@@ -315,6 +288,9 @@ class ElasticsearchKnowledgeBase:
         # ES scores a cosine kNN hit as (1 + cos) / 2: turn it back into the cosine.
         cosine = {h["_id"]: 2.0 * float(h["_score"]) - 1.0 for h in hits.get("knn", [])}
         sources = {h["_id"]: h["_source"] for r in responses for h in r}
+        # Only a named document no candidate came from can be unknown: one lookup, rarely.
+        seen = {s["doc_id"] for s in sources.values()}
+        await self._check_documents([d for d in dict.fromkeys(doc_ids or []) if d not in seen])
         await self._fill_in(lexical, vector, bm25, cosine, list(sources))
         keys = list(sources)
         # The embedded index's formula (hybrid.py); BM25 comes normalised from `lexical`.
@@ -332,6 +308,19 @@ class ElasticsearchKnowledgeBase:
         if params.use_rerank:
             return await rerank(query, scored[: 4 * params.top_n], top_n=params.top_n)
         return scored[: params.top_n]
+
+    async def _check_documents(self, doc_ids: Sequence[str]) -> None:
+        """DocumentNotFoundError for the first id without a doc record."""
+        if not doc_ids:
+            return
+        async with es_errors(self._url, "look up documents"):
+            response = await self._client.mget(index=self.index, source=False,
+                                               ids=[f"doc:{d}" for d in doc_ids])
+        known = {d["_id"] for d in response["docs"] if d.get("found")}
+        for doc_id in doc_ids:
+            if f"doc:{doc_id}" not in known:
+                raise DocumentNotFoundError(
+                    f"no document {doc_id!r} in knowledge base {self.name!r}")
 
     async def _lexical(self, query: str) -> dict[str, Any] | None:
         """Both views of the query, normalised by their bounds (`elastic_query`)."""
