@@ -66,7 +66,9 @@ class Source(TypedDict):
     doc_id: str
     title: str
     chunk_id: str
-    location: str
+    location: str  # page and/or heading, as the answer's prompt showed it
+    page: int | None
+    heading: str | None
 
 
 class WebSource(TypedDict):
@@ -101,6 +103,8 @@ class RecalledChunkState(TypedDict):
     text: str
     title: str
     location: str
+    page: NotRequired[int | None]
+    heading: NotRequired[str | None]
 
 
 class RecallStepTask(TypedDict):

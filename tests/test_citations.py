@@ -66,6 +66,7 @@ def test_sources_follow_first_citation_order() -> None:
     assert [(s["n"], s["doc_id"], s["chunk_id"]) for s in sources] == [(2, "d2", "b"),
                                                                        (1, "d1", "a")]
     assert sources[0]["location"] == "p. 2" and sources[0]["title"] == "Title d2"
+    assert sources[0]["page"] is None  # a chunk state without page or heading fields
 
 
 def test_parse_sub_questions_keeps_known_documents_only() -> None:

@@ -77,5 +77,6 @@ def test_ask_with_pdf_files_cites_pages_and_titles(
     top = sources[0]
     assert (top["title"], top["location"]) == (
         "Sparse Attention on Papers", "p. 2, 2 Method > 2.1 Training")
+    assert (top["page"], top["heading"]) == (2, "2 Method > 2.1 Training")
     assert {s["title"] for s in sources} <= {"Sparse Attention on Papers",
                                              "Dense Retrieval Notes"}

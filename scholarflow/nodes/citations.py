@@ -107,11 +107,13 @@ def _unsettled_start(text: str) -> int:
 
 def sources_for(cited: Sequence[int], numbered: Sequence[RecalledChunkState]) -> list[Source]:
     """The sources an answer cited, in the order they were first cited."""
-    return [
-        Source(n=n, doc_id=numbered[n - 1]["doc_id"], title=numbered[n - 1]["title"],
-               chunk_id=numbered[n - 1]["chunk_id"], location=numbered[n - 1]["location"])
-        for n in cited
-    ]
+    sources = []
+    for n in cited:
+        c = numbered[n - 1]
+        sources.append(Source(n=n, doc_id=c["doc_id"], title=c["title"], chunk_id=c["chunk_id"],
+                              location=c["location"], page=c.get("page"),
+                              heading=c.get("heading")))
+    return sources
 
 
 def format_chunks(numbered: Sequence[RecalledChunkState]) -> str:

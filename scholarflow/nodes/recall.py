@@ -228,7 +228,8 @@ async def recall_step(task: RecallStepTask, runtime: Runtime[Context]) -> dict[s
     return {
         "recalled": [RecalledChunkState(step=step["step"], doc_id=c.doc_id,
                                         chunk_id=c.chunk_id, score=c.score, text=c.text,
-                                        title=c.title, location=c.location) for c in found],
+                                        title=c.title, location=c.location, page=c.page,
+                                        heading=c.heading) for c in found],
         "completed_steps": [step["step"]],
     }
 
