@@ -62,9 +62,11 @@ def _positive_int(value: str) -> int:
 
 async def ingest(args: argparse.Namespace) -> int:
     from scholarflow.ingest.pipeline import ingest_paths
+    from scholarflow.tools.embeddings import embedding_progress
     from scholarflow.tools.kb_registry import close_all
 
     progress = _Progress()
+    embedding_progress.set(progress.embedded)  # this command's context only
     try:
         results = await ingest_paths(args.paths, args.kb, on_result=progress.result,
                                      on_files=progress.start)
@@ -165,6 +167,7 @@ class _Progress:
     def __init__(self) -> None:
         self._bar: Any = None
         self._write: Callable[..., None] = _plain_write
+        self._chunks = 0
 
     def start(self, files: int) -> None:
         if not sys.stderr.isatty() or files < 1:
@@ -184,6 +187,12 @@ class _Progress:
         if self._bar is not None:
             self._bar.set_postfix_str(Path(result.source).name[:40], refresh=False)
             self._bar.update(1)
+
+    def embedded(self, passages: int) -> None:
+        """Chunks embedded so far: a large file moves the bar's text, not just its end."""
+        self._chunks += passages
+        if self._bar is not None:
+            self._bar.set_postfix_str(f"{self._chunks} chunks embedded")
 
     def close(self) -> None:
         if self._bar is not None:

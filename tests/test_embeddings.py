@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import numpy as np
@@ -63,6 +64,25 @@ async def test_openai_embedder_batches_and_normalises(endpoint: FakeOpenAIServer
     assert query.shape == (64,) and np.allclose(query, expected[0], atol=1e-5)
     assert endpoint.stats().embedding_calls == 3  # two batches, then the query
     assert await embedder.embed_passages([]) is not None
+
+
+async def test_each_batch_reports_its_passages_to_the_progress_listener(
+    endpoint: FakeOpenAIServer,
+) -> None:
+    from scholarflow.tools.embeddings import embedding_progress
+
+    embedder = OpenAIEmbedder.from_env()
+    embedder.batch_size = 3
+    reported: list[int] = []
+
+    async def embed_listened() -> None:
+        embedding_progress.set(reported.append)
+        await embedder.embed_passages(TEXTS)
+
+    await asyncio.create_task(embed_listened())  # a task: its own copy of the context
+    assert reported == [3, 1]
+    await embedder.embed_passages(TEXTS)  # outside that context: nobody listens
+    assert reported == [3, 1]
 
 
 async def test_openai_embedder_errors_are_typed() -> None:
