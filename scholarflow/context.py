@@ -106,8 +106,10 @@ class Context:
     recall_tool_cache_size: int = field(
         default=100, metadata=_doc("Recall: per-document recall tools kept (LRU).")
     )
-    search_engine: Literal["tavily", "bocha"] = field(
-        default="tavily", metadata=_doc("Web search engine for chat.")
+    search_engine: Literal["tavily", "bocha"] | None = field(
+        default=None,
+        metadata=_doc("Web search engine for chat. Default: the one whose key is set "
+                      "($TAVILY_API_KEY, $BOCHA_API_KEY); tavily when both or neither are."),
     )
     search_engine_api_key: str | None = field(
         default=None,
@@ -129,6 +131,9 @@ class Context:
             self.openai_api_base = os.environ.get("OPENAI_BASE_URL") or None
         if self.openai_api_key is None:
             self.openai_api_key = os.environ.get("OPENAI_API_KEY") or None
+        if self.search_engine is None:
+            only_bocha = os.environ.get("BOCHA_API_KEY") and not os.environ.get("TAVILY_API_KEY")
+            self.search_engine = "bocha" if only_bocha else "tavily"
         if self.search_engine_api_key is None:
             env = "TAVILY_API_KEY" if self.search_engine == "tavily" else "BOCHA_API_KEY"
             self.search_engine_api_key = os.environ.get(env) or None

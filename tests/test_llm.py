@@ -160,14 +160,3 @@ def test_the_process_limit_comes_from_the_environment_unless_given(
         with pytest.raises(ConfigurationError, match="SCHOLARFLOW_MAX_CONCURRENT_LLM_CALLS"):
             Context()
 
-
-def test_a_served_run_cannot_set_the_endpoint_or_the_process_limit() -> None:
-    from dataclasses import fields
-
-    from scholarflow.context import SERVER_FIELDS, ServedContext
-
-    served = {f.name for f in fields(ServedContext)}
-    assert not SERVER_FIELDS & served
-    assert {"model_name", "top_n", "show_thinking"} <= served
-    # The server's key goes to the endpoint: a client must not choose it.
-    assert {"openai_api_base", "max_concurrent_llm_calls", "adaptive_llm_limit"} <= SERVER_FIELDS

@@ -349,3 +349,17 @@ def test_cli_chooses_the_engine_by_flag_or_by_the_key_that_is_set(
         "note: --web-search applies to chat; a question about the given documents is "
         "answered from them, without web search"), with_file.describe()
 
+
+
+def test_the_engine_defaults_to_the_one_whose_key_is_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Python and server users too, not only the CLI.
+    monkeypatch.delenv("TAVILY_API_KEY", raising=False)
+    monkeypatch.setenv("BOCHA_API_KEY", "b-key")
+    only_bocha = Context()
+    assert (only_bocha.search_engine, only_bocha.search_engine_api_key) == ("bocha", "b-key")
+    assert Context(search_engine="tavily").search_engine_api_key is None  # given: kept
+    monkeypatch.setenv("TAVILY_API_KEY", "t-key")
+    assert (Context().search_engine, Context().search_engine_api_key) == ("tavily", "t-key")
+    monkeypatch.delenv("TAVILY_API_KEY")
+    monkeypatch.delenv("BOCHA_API_KEY")
+    assert Context().search_engine == "tavily"

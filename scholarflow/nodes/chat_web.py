@@ -55,7 +55,7 @@ class WebMaterial:
 
 async def search_for_chat(ctx: Context, query: str, thinking: Thinking) -> WebMaterial:
     """Search the web for the chat; any failure gives material that says why, never raises."""
-    engine = ENGINE_NAMES.get(ctx.search_engine, ctx.search_engine)
+    engine = ENGINE_NAMES.get(ctx.search_engine or "", str(ctx.search_engine))
     thinking.say(f"Searching the web with {engine}.")
     try:
         results = await web_search(ctx, query)

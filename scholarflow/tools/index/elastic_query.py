@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scholarflow.tools.index.crosslingual import Group, LexicalQuery
+from scholarflow.tools.index.tokenize import is_cjk_pair
 
 FIELD = "text"
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
@@ -77,7 +78,7 @@ def lexical_clause(text: str, query: LexicalQuery,
 
     # A word no chunk has counts at the largest idf, as in hybrid.unmatched_bound.
     own_bound = sum(tf * idf(df) for t, (df, tf) in stats[0].items()
-                    if df > 0 or not _is_cjk_pair(t))
+                    if df > 0 or not is_cjk_pair(t))
     clauses: list[dict[str, Any]] = []
     if any(df > 0 for df, _ in stats[0].values()):  # else the own view matches nothing
         clauses.append({"match": {FIELD: {"query": text, "boost": 1.0 / own_bound}}})
@@ -116,7 +117,7 @@ def _translated(query: LexicalQuery, chinese: Mapping[str, tuple[int, int]],
             if len(group.alternatives) == 1:  # a word kept as it is, which no chunk has
                 bound += group.weight * sum(
                     tf * idf(0) for t, (_, tf) in tokens(group.alternatives[0]).items()
-                    if not _is_cjk_pair(t))
+                    if not is_cjk_pair(t))
             continue
         bound += group.weight * max(
             sum(tf * idf(df) for df, tf in tokens(a).values() if df > 0) for a in matchable)
@@ -130,11 +131,6 @@ def _alternative(alternative: tuple[str, ...]) -> dict[str, Any]:
         return {"match": {FIELD: " ".join(alternative)}}
     terms = [{"term": {FIELD: t}} for t in dict.fromkeys(alternative)]
     return terms[0] if len(terms) == 1 else {"bool": {"should": terms}}
-
-
-def _is_cjk_pair(token: str) -> bool:
-    """A CJK bigram: a segmentation artefact, not a word a passage could lack."""
-    return len(token) == 2 and all("\u3400" <= c <= "\u9fff" for c in token)
 
 
 def _terms(response: Mapping[str, Any]) -> dict[str, tuple[int, int]]:

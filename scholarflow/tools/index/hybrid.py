@@ -35,7 +35,6 @@ bench/README.md has the measurements behind each choice.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -43,6 +42,7 @@ import numpy.typing as npt
 
 from scholarflow.tools.index.bm25 import Bm25Index
 from scholarflow.tools.index.crosslingual import Group, LexicalQuery
+from scholarflow.tools.index.tokenize import is_cjk_pair
 
 FloatArray = npt.NDArray[np.float32]
 
@@ -51,9 +51,8 @@ FloatArray = npt.NDArray[np.float32]
 # by its own cosine it would score w and pass the threshold. Centred e5
 # cosines: the best chunk of each of the 91 tuning questions is at >= 0.21
 # (median 0.35); ten off-topic questions (recipes, football, weather) have
-# 0.01-0.28, most under 0.2, and their chunks now score under the threshold.
+# 0.01-0.28, most under 0.2: their nearest chunks then score under the threshold.
 MIN_BEST_COSINE = 0.2
-_HAN_PAIR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]{2}")
 
 
 def hybrid_scores(lexical: FloatArray, cosine: FloatArray, weight: float) -> FloatArray:
@@ -127,8 +126,7 @@ def unmatched_bound(index: Bm25Index, terms: Sequence[str]) -> float:
     bigrams across word boundaries ("的学") are an artefact of segmentation, not
     words the passage lacks.
     """
-    missing = sum(1 for t in dict.fromkeys(terms)
-                  if t not in index.vocab and not (len(t) == 2 and _HAN_PAIR.fullmatch(t)))
+    missing = sum(1 for t in dict.fromkeys(terms) if t not in index.vocab and not is_cjk_pair(t))
     return missing * float(np.log1p((index.size + 0.5) / 0.5)) if missing else 0.0
 
 

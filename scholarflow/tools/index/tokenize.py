@@ -59,6 +59,7 @@ _TOKEN = re.compile(
     rf"|([^\W_{_CJK}]+(?:[-_.+/][^\W_{_CJK}]+)*)"
 )
 _JOINERS = re.compile(r"[-_.+/]")
+_CJK_PAIR = re.compile(rf"[{_CJK}]{{2}}")
 
 STOPWORDS = frozenset({
     "a", "an", "and", "are", "as", "at", "be", "been", "but", "by", "can", "do", "does", "for",
@@ -223,6 +224,11 @@ def tokenize(text: str) -> list[str]:
 def query_terms(text: str) -> list[str]:
     """The distinct terms of a query, in first-seen order."""
     return list(dict.fromkeys(tokenize(text)))
+
+
+def is_cjk_pair(term: str) -> bool:
+    """A bigram of a CJK run: the overlap of two characters, not necessarily a word."""
+    return _CJK_PAIR.fullmatch(term) is not None
 
 
 def has_words(text: str) -> bool:
