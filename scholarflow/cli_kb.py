@@ -81,7 +81,12 @@ async def ingest(args: argparse.Namespace) -> int:
 
 async def search(args: argparse.Namespace) -> int:
     from scholarflow.tools.index.tokenize import has_words
-    from scholarflow.tools.kb import DocumentNotFoundError, RecalledChunk, RecallParams
+    from scholarflow.tools.kb import (
+        DocumentNotFoundError,
+        RecalledChunk,
+        RecallParams,
+        best_per_chunk,
+    )
     from scholarflow.tools.kb_registry import close_all, open_knowledge_base
 
     query = args.query.strip()
@@ -106,12 +111,10 @@ async def search(args: argparse.Namespace) -> int:
         queries = [query]
         if ctx.llm_configured and not args.no_translate:
             queries += await _translation(ctx, query)
-        best: dict[str, RecalledChunk] = {}
-        for text in queries:  # as the workflow's recall step: the best score per chunk
-            for chunk in await kb.search(text, doc_ids=doc_ids, params=params):
-                if chunk.chunk_id not in best or chunk.score > best[chunk.chunk_id].score:
-                    best[chunk.chunk_id] = chunk
-        found = sorted(best.values(), key=lambda c: -c.score)[: params.top_n]
+        hits: list[RecalledChunk] = []
+        for text in queries:
+            hits += await kb.search(text, doc_ids=doc_ids, params=params)
+        found = best_per_chunk(hits, params.top_n)  # as the workflow's recall step
         if not found:  # exit 0 all the same: finding nothing is an answer, not an error
             print(f"note: {await _why_nothing(kb, args.kb, params, bool(doc_ids))}",
                   file=sys.stderr)

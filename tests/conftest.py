@@ -61,6 +61,20 @@ def paper(name: str) -> str:
     return (EXAMPLES / name).read_text(encoding="utf-8")
 
 
+def big_paper() -> str:
+    """A paper with 30 filler appendices: over small_context(), so a summary uses key chunks."""
+    return paper("en_sparse_attention.md") + "\n\n" + "\n\n".join(
+        f"## Appendix {i}\n\n" + "Filler sentence about nothing in particular. " * 60
+        for i in range(30))
+
+
+def small_context() -> Context:
+    """A context big_paper() does not fit. A function, not a constant: Context reads the
+    environment when built, and fake_llm sets it only inside the test."""
+    return Context(max_context_tokens=14_000, reserved_answer_tokens=4_000,
+                   system_tokens_estimate=500)
+
+
 async def run_graph(
     payload: dict[str, Any], context: Context | None = None
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:

@@ -18,7 +18,7 @@ from scholarflow.state import DocumentInfo, RecallStep, RecallStepTask, SubQuest
 from scholarflow.testing import FakeOpenAIServer
 from scholarflow.tools.kb import RecalledChunk
 from scholarflow.tools.kb_registry import open_knowledge_base
-from tests.conftest import SUMMARY_RULE, paper, run_graph, types
+from tests.conftest import SUMMARY_RULE, big_paper, paper, run_graph, small_context, types
 
 SUBQ_RULE = "search questions that together retrieve"  # SUB_QUESTION_GENERATION_PROMPT
 ANSWER_RULE = "numbered passages recalled"  # CITED_MATERIAL_PROMPT
@@ -131,14 +131,10 @@ async def test_large_document_in_a_summary_uses_key_chunks(fake_llm: FakeOpenAIS
         {"match": SUMMARY_RULE, "reply": "summary"},
         {"match": "summarise a set", "reply": "ALL"},
     ])
-    big = paper("en_sparse_attention.md") + "\n\n" + "\n\n".join(
-        f"## Appendix {i}\n\n" + "Filler sentence about nothing in particular. " * 60
-        for i in range(30))
-    ctx = Context(max_context_tokens=14_000, reserved_answer_tokens=4_000,
-                  system_tokens_estimate=500)
     out, events = await run_graph({"query": "Summarize these papers",
-                                   "document_contents": {"big": big, "small": "# S\n\nshort"}},
-                                  ctx)
+                                   "document_contents": {"big": big_paper(),
+                                                         "small": "# S\n\nshort"}},
+                                  small_context())
     assert out["answer"] == "ALL" and out["error"] is None, out["error"]
     prompts = [str(r["messages"][0]["content"]) for r in fake_llm.stats().requests
                if SUMMARY_RULE in str(r["messages"])]
@@ -228,18 +224,18 @@ def test_recall_questions_cover_every_document_after_the_planned_ones() -> None:
                SubQuestion(question="data", translation=None, doc_id=None)]
     docs = [_info("a"), _info("b"), _info("c")]
     assert [(q["question"], q["doc_id"]) for q in
-            recall_questions(planned, "Q?", docs, "LITERATURE_QA")] == [
+            recall_questions(planned, "Q?", docs, "LITERATURE_QA")[0]] == [
         ("lr", "b"), ("data", None), ("Q?", "a"), ("Q?", "c")]
     one = [_info("a")]
-    assert recall_questions([], "Q?", one, "PAPER_REVIEW") == [
+    assert recall_questions([], "Q?", one, "PAPER_REVIEW")[0] == [
         SubQuestion(question="Q?", translation=None, doc_id=None)]
-    assert recall_questions(planned, "Q?", one, "LITERATURE_SUMMARY") == planned
-    probes = recall_questions([], "Summarize it", one, "REVIEW_GENERATION")
+    assert recall_questions(planned, "Q?", one, "LITERATURE_SUMMARY")[0] == planned
+    probes, _note = recall_questions([], "Summarize it", one, "REVIEW_GENERATION")
     assert [q["question"] for q in probes] == list(KEY_CHUNK_QUERIES)
     assert {q["doc_id"] for q in probes} == {"a"}
     # A whole large knowledge base: one search over all of it, not one per document.
     many = [_info(f"d{i}") for i in range(recall_nodes.MAX_LISTED_DOCUMENTS + 1)]
-    assert recall_questions([], "Q?", many, "LITERATURE_QA") == [
+    assert recall_questions([], "Q?", many, "LITERATURE_QA")[0] == [
         SubQuestion(question="Q?", translation=None, doc_id=None)]
 
 

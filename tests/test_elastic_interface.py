@@ -2,59 +2,32 @@
 
 The same errors for the same mistakes (a query without words, an unknown
 document id), and every document listed however many there are. Against
-the recorded exchanges of tests/data/es/, replayed as in tests/test_elastic.py.
+the recorded exchanges of tests/data/es/, replayed by tests/elastic_replay.py.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-
 import pytest
-from elasticsearch import AsyncElasticsearch
-from starlette.applications import Starlette
-from starlette.routing import Route
 
 from scholarflow.errors import InputError
-from scholarflow.tools.index import crosslingual, elastic, lexicon
+from scholarflow.tools.index import elastic
 from scholarflow.tools.index.elastic import ElasticsearchKnowledgeBase
 from scholarflow.tools.kb import DocumentNotFoundError, RecallParams
-from tests.servers import serve
-from tests.test_crosslingual import SAMPLE
-from tests.test_elastic import KeywordEmbedder, Replay
+from tests import elastic_replay
+from tests.elastic_replay import Replay
 
-
-@pytest.fixture(scope="module")
-def replay() -> Iterator[tuple[Replay, str]]:
-    fake = Replay()
-    app = Starlette(routes=[Route("/{path:path}", fake.handle,
-                                  methods=["GET", "HEAD", "POST", "PUT", "DELETE"])])
-    with serve(app, "fake Elasticsearch") as base:
-        yield fake, base
-
-
-@pytest.fixture(autouse=True)
-def test_lexicon(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The recorded queries hold their translations: the small fixed dictionary."""
-    words = lexicon.parse(iter(SAMPLE.splitlines(keepends=True)))
-    monkeypatch.setattr(crosslingual, "lexicon", lambda: words)
-
-
-@pytest.fixture
-async def kb(replay: tuple[Replay, str]) -> AsyncIterator[ElasticsearchKnowledgeBase]:
-    _fake, url = replay
-    base = ElasticsearchKnowledgeBase(
-        "papers", client=AsyncElasticsearch(url, max_retries=0), embedder=KeywordEmbedder(),
-        url=url,
-    )
-    yield base
-    await base.close()
+# The shared fixtures, bound here because pytest looks for them among the module's names
+# (an import of them would read as unused to ruff).
+replay = elastic_replay.replay
+kb = elastic_replay.kb
+test_lexicon = elastic_replay.test_lexicon
 
 
 async def test_a_query_without_words_is_an_input_error(
     replay: tuple[Replay, str], kb: ElasticsearchKnowledgeBase
 ) -> None:
     fake, _ = replay
-    fake.interactions, fake.received, fake.mismatches = [], [], []
+    fake.reset()
     for query in ("?!", "……", " - "):
         with pytest.raises(InputError, match=r"^the query has no searchable words$"):
             await kb.search(query, doc_ids=None, params=RecallParams())

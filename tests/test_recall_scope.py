@@ -7,14 +7,16 @@ merged by score. Documents named by id without `--kb` live in "default".
 
 from __future__ import annotations
 
-from scholarflow import Context
+import pytest
+
 from scholarflow.documents import document_from_text
 from scholarflow.ingest.pipeline import add_document
 from scholarflow.state import DocumentInfo
 from scholarflow.testing import FakeOpenAIServer
+from scholarflow.tools.kb import KnowledgeBase
 from scholarflow.tools.kb_registry import open_knowledge_base
 from scholarflow.tools.recall import DEFAULT_KB, recall_scope
-from tests.conftest import SUMMARY_RULE, paper, run_graph
+from tests.conftest import SUMMARY_RULE, big_paper, paper, run_graph, small_context
 
 SUBQ_RULE = "search questions that together retrieve"  # SUB_QUESTION_GENERATION_PROMPT
 ANSWER_RULE = "numbered passages recalled"  # CITED_MATERIAL_PROMPT
@@ -40,12 +42,18 @@ def _prompt(server: FakeOpenAIServer, rule: str) -> str:
     return str(requests[0]["messages"][0]["content"])
 
 
-async def test_a_knowledge_base_and_a_given_file_are_both_searched(
-    fake_llm: FakeOpenAIServer,
-) -> None:
+@pytest.fixture
+async def lab(fake_llm: FakeOpenAIServer) -> KnowledgeBase:
+    """Knowledge base "lab" holding en_sparse_attention.md as "anchor"."""
     kb = await open_knowledge_base("lab", create=True)
     await add_document(kb, document_from_text(paper("en_sparse_attention.md"), doc_id="anchor"))
-    await add_document(kb, document_from_text(paper("zh_hybrid_retrieval.md"), doc_id="other"))
+    return kb
+
+
+async def test_a_knowledge_base_and_a_given_file_are_both_searched(
+    fake_llm: FakeOpenAIServer, lab: KnowledgeBase,
+) -> None:
+    await add_document(lab, document_from_text(paper("zh_hybrid_retrieval.md"), doc_id="other"))
     fake_llm.configure(rules=[
         {"match": SUBQ_RULE, "reply": "no JSON: the question is the one step"},
         {"match": ANSWER_RULE, "reply": "Both [1][2]."},
@@ -63,11 +71,10 @@ async def test_a_knowledge_base_and_a_given_file_are_both_searched(
     assert {s["doc_id"] for s in out["sources"]} <= {"anchor", "rag"}
 
 
+@pytest.mark.usefixtures("lab")
 async def test_a_step_aimed_at_the_given_file_searches_it_with_a_kb_named(
     fake_llm: FakeOpenAIServer,
 ) -> None:
-    kb = await open_knowledge_base("lab", create=True)
-    await add_document(kb, document_from_text(paper("en_sparse_attention.md"), doc_id="anchor"))
     fake_llm.configure(rules=[
         {"match": SUBQ_RULE, "reply": '{"sub_questions": ['
          '{"question": "learning rate", "doc_id": "rag"}]}'},
@@ -91,13 +98,10 @@ async def test_a_large_given_file_summarised_with_a_kb_named_uses_its_own_chunks
         {"match": SUMMARY_RULE, "reply": "summary"},
         {"match": "summarise a set", "reply": "ALL"},
     ])
-    big = paper("en_sparse_attention.md") + "\n\n" + "\n\n".join(
-        f"## Appendix {i}\n\n" + "Filler sentence about nothing in particular. " * 60
-        for i in range(30))
-    ctx = Context(max_context_tokens=14_000, reserved_answer_tokens=4_000,
-                  system_tokens_estimate=500)
     out, _events = await run_graph({"query": "Summarize these papers", "kb": "lab",
-                                    "doc_ids": ["note"], "document_contents": {"big": big}}, ctx)
+                                    "doc_ids": ["note"],
+                                    "document_contents": {"big": big_paper()}},
+                                   small_context())
     assert out["error"] is None and out["answer"] == "ALL", out["error"]
     prompts = [str(r["messages"][0]["content"]) for r in fake_llm.stats().requests
                if SUMMARY_RULE in str(r["messages"])]

@@ -47,7 +47,7 @@ from scholarflow.state import (
     State,
     SubQuestion,
 )
-from scholarflow.tools.kb import RecalledChunk, RecallParams
+from scholarflow.tools.kb import RecalledChunk, RecallParams, best_per_chunk
 from scholarflow.tools.recall import DIRECT_KB, prepare_recall, recall_scope, retriever_for
 
 logger = logging.getLogger(__name__)
@@ -112,18 +112,18 @@ async def sub_question_generation(state: State, runtime: Runtime[Context]) -> di
         questions = []
     if questions:
         thinking.say("Sub-questions: " + "; ".join(q["question"] for q in questions))
-    planned = len(questions)
-    questions = recall_questions(questions, query, documents, state.get("detected_intent"))
-    if added := questions[planned:]:
-        thinking.say(_added_note(added, query))
+    questions, note = recall_questions(questions, query, documents, state.get("detected_intent"))
+    if note:
+        thinking.say(note)
     node_complete("sub_question_generation", count=len(questions))
     return {"sub_questions": questions, "usage": usage}
 
 
 def recall_questions(
     planned: list[SubQuestion], query: str, documents: list[DocumentInfo], intent: str | None,
-) -> list[SubQuestion]:
-    """What recall searches: the planner's sub-questions, then what they leave out.
+) -> tuple[list[SubQuestion], str | None]:
+    """What recall searches: the planner's sub-questions, then what they leave out,
+    with a note of what was added for the thinking stream (None when nothing was).
 
     Several documents: each one no sub-question aims at gets the question
     itself aimed at it (an untargeted question lets one document's chunks
@@ -134,22 +134,19 @@ def recall_questions(
     """
     if 1 < len(documents) <= MAX_LISTED_DOCUMENTS:
         aimed = {q["doc_id"] for q in planned}
-        return [*planned, *(SubQuestion(question=query, translation=None, doc_id=d["doc_id"])
-                            for d in documents if d["doc_id"] not in aimed)]
+        added = [SubQuestion(question=query, translation=None, doc_id=d["doc_id"])
+                 for d in documents if d["doc_id"] not in aimed]
+        note = (f"Searching {len(added)} document(s) no sub-question covers with the "
+                "question itself.")
+        return [*planned, *added], note if added else None
     if planned:
-        return list(planned)
+        return list(planned), None
     if len(documents) == 1 and intent in SUMMARY_INTENTS:
-        return [SubQuestion(question=probe, translation=None, doc_id=documents[0]["doc_id"])
-                for probe in KEY_CHUNK_QUERIES]
-    return [SubQuestion(question=query, translation=None, doc_id=None)]
-
-
-def _added_note(added: list[SubQuestion], query: str) -> str:
-    if added[0]["question"] != query:
-        return "Searching for the document's key parts: " + "; ".join(q["question"] for q in added)
-    if added[0]["doc_id"] is None:
-        return "Searching with the question itself."
-    return f"Searching {len(added)} document(s) no sub-question covers with the question itself."
+        return ([SubQuestion(question=probe, translation=None, doc_id=documents[0]["doc_id"])
+                 for probe in KEY_CHUNK_QUERIES],
+                "Searching for the document's key parts: " + "; ".join(KEY_CHUNK_QUERIES))
+    return ([SubQuestion(question=query, translation=None, doc_id=None)],
+            "Searching with the question itself.")
 
 
 async def plan_generation(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -216,14 +213,12 @@ async def recall_step(task: RecallStepTask, runtime: Runtime[Context]) -> dict[s
     params = RecallParams(top_n=ctx.top_n, similarity_threshold=ctx.similarity_threshold,
                           vector_similarity_weight=ctx.vector_similarity_weight,
                           use_rerank=ctx.use_rerank)
-    best: dict[str, RecalledChunk] = {}
+    hits: list[RecalledChunk] = []
     for kb, doc_ids in _searches(task):
         retriever = await retriever_for(kb, step["doc_id"], ctx)
         for query in step["queries"]:  # a chunk in the other language is found by the translation
-            for chunk in await retriever.search(query, doc_ids=doc_ids, params=params):
-                if chunk.chunk_id not in best or chunk.score > best[chunk.chunk_id].score:
-                    best[chunk.chunk_id] = chunk
-    found = sorted(best.values(), key=lambda c: -c.score)[: params.top_n]
+            hits += await retriever.search(query, doc_ids=doc_ids, params=params)
+    found = best_per_chunk(hits, params.top_n)
     node_complete("recall_step", step=step["step"], chunks=len(found))
     return {
         "recalled": [RecalledChunkState(step=step["step"], doc_id=c.doc_id,
@@ -251,10 +246,10 @@ async def recall_step_failed(
     task: RecallStepTask, error: NodeError
 ) -> Command[Literal["next_round"]]:
     """Record why a step failed; unless that is permanent, the next round tries it again."""
-    logger.warning("recall step %s failed: %s", task["step"]["step"], error.error)
     failure = StepFailure(step=task["step"]["step"],
                           message=user_message("recall_step", error.error),
                           permanent=isinstance(error.error, PERMANENT_ERRORS))
+    logger.warning("recall step %s failed: %s", failure["step"], failure["message"])  # scrubbed
     # A handler has no edges of its own: without the goto, a round where every step
     # failed would end the subgraph there, never reaching finish_execution.
     return Command(update={"failures": [failure]}, goto="next_round")

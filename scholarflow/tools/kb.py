@@ -8,7 +8,7 @@ embedded on-disk index (default, under SCHOLARFLOW_HOME) and Elasticsearch
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -71,6 +71,16 @@ class RecalledChunk:
         if self.heading:
             parts.append(self.heading)
         return ", ".join(parts) or f"chunk {self.chunk_id}"
+
+
+def best_per_chunk(chunks: Iterable[RecalledChunk], top_n: int) -> list[RecalledChunk]:
+    """The `top_n` best, each chunk once at its highest score (it may be found by several
+    searches); ties keep the order found."""
+    best: dict[str, RecalledChunk] = {}
+    for chunk in chunks:
+        if chunk.chunk_id not in best or chunk.score > best[chunk.chunk_id].score:
+            best[chunk.chunk_id] = chunk
+    return sorted(best.values(), key=lambda c: -c.score)[:top_n]
 
 
 class Retriever(Protocol):

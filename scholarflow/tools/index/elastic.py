@@ -34,11 +34,9 @@ from scholarflow.tools.index.elastic_client import (
     ENV_URL,
     INDEX_PREFIX,
     ElasticsearchError,
-    ElasticsearchUnavailableError,
     connect,
     es_errors,
     index_name,
-    redact,
 )
 from scholarflow.tools.index.elastic_mapping import index_body
 from scholarflow.tools.index.elastic_query import FIELD, lexical_clause, statistics_documents
@@ -53,18 +51,6 @@ from scholarflow.tools.kb import (
     StoredDocument,
 )
 from scholarflow.tools.rerank import rerank
-
-# With the connection's names (elastic_client), still importable from here.
-__all__ = [
-    "ENV_URL",
-    "ElasticsearchError",
-    "ElasticsearchKnowledgeBase",
-    "ElasticsearchUnavailableError",
-    "connect",
-    "es_errors",
-    "index_name",
-    "redact",
-]
 
 BULK_BATCH = 200  # chunks per _bulk request: ~2-5 MB with 1024-dim vectors, far under 100 MB
 CHUNK_SOURCE = ["doc_id", "chunk_id", "n", "text", "title", "heading", "page"]
