@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 from scholarflow import cli_kb
 from scholarflow.context import Context
@@ -109,17 +109,9 @@ async def _graph_input(args: argparse.Namespace, question: str) -> dict[str, Any
     return payload
 
 
-def _search_engine(chosen: str | None) -> Literal["tavily", "bocha"]:
-    """The engine named, else the one whose key is set (Tavily when both or neither are)."""
-    if chosen == "bocha" or (chosen is None and os.environ.get("BOCHA_API_KEY")
-                             and not os.environ.get("TAVILY_API_KEY")):
-        return "bocha"
-    return "tavily"
-
-
 def _run_context(args: argparse.Namespace) -> Context:
     ctx = Context(show_thinking=not args.no_thinking,
-                  search_engine=_search_engine(getattr(args, "search_engine", None)))
+                  search_engine=getattr(args, "search_engine", None))
     if not ctx.llm_configured:
         raise CliError("no LLM configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for "
                        "DeepSeek, Qwen, vLLM or Ollama)")
@@ -238,13 +230,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _safe(message: str) -> str:
     """The message on one line, without any secret of the service URLs: a driver's
     message may quote a malformed URL that no handler of ours rewrote."""
-    from scholarflow.sessions.services import DATABASE_URL_ENV, REDIS_URL_ENV, env_url, scrub
+    from scholarflow.sessions.services import scrub_env_urls
 
-    message = " ".join(message.split())
-    for name in (DATABASE_URL_ENV, REDIS_URL_ENV):
-        if url := env_url(name):
-            message = scrub(message, url)
-    return message
+    return scrub_env_urls(" ".join(message.split()))
 
 
 if __name__ == "__main__":

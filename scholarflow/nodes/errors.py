@@ -11,13 +11,19 @@ from langgraph.types import Command
 from scholarflow.errors import ScholarflowError
 from scholarflow.events import emit
 from scholarflow.nodes.request import fresh_run, request_inputs_cleared
+from scholarflow.sessions.services import scrub_env_urls
 from scholarflow.state import State
 
 logger = logging.getLogger(__name__)
 
 
 def user_message(node: str, exc: BaseException) -> str:
-    """One line a person can act on."""
+    """One line a person can act on. It goes into the run's state, events and checkpoint,
+    so any secret of a service URL a library's message quotes is scrubbed."""
+    return scrub_env_urls(_message(node, exc))
+
+
+def _message(node: str, exc: BaseException) -> str:
     if isinstance(exc, ScholarflowError):
         return str(exc)
     if isinstance(exc, NodeTimeoutError):

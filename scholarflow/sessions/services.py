@@ -1,4 +1,5 @@
-"""Shared helpers for the networked backends (PostgreSQL, Redis): variable names and messages.
+"""Shared helpers for the networked services (PostgreSQL, Redis, Elasticsearch, the recall
+API): variable names, URL checks and messages.
 
 Every failure to reach a service becomes one line that names the variable,
 shows the URL without its password, and says what to do. A driver's own
@@ -11,12 +12,21 @@ from __future__ import annotations
 
 import os
 import re
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 from scholarflow.errors import BackendUnavailableError, ConfigurationError
 
 DATABASE_URL_ENV = "SCHOLARFLOW_DATABASE_URL"
 REDIS_URL_ENV = "SCHOLARFLOW_REDIS_URL"
+ES_URL_ENV = "SCHOLARFLOW_ES_URL"
+RECALL_API_URL_ENV = "SCHOLARFLOW_RECALL_API_URL"
+# Every variable whose URL may carry a password: their secrets are scrubbed from every
+# error line, whichever code failed, since a library's message may quote the URL.
+SECRET_URL_ENVS = (
+    DATABASE_URL_ENV, REDIS_URL_ENV, ES_URL_ENV, RECALL_API_URL_ENV,
+    "OPENAI_BASE_URL", "SCHOLARFLOW_EMBEDDING_BASE_URL", "SCHOLARFLOW_RERANK_BASE_URL",
+    "SCHOLARFLOW_TAVILY_URL", "SCHOLARFLOW_BOCHA_URL",
+)
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 REDIS_SCHEMES = ("redis", "rediss", "unix")
 _SECRET_PARAMS = {"password", "passwd", "sslpassword"}
@@ -79,6 +89,14 @@ def scrub(text: str, url: str) -> str:
     return _SECRET_ASSIGNMENT.sub(lambda m: f"{m[1]}{m[2]}***", text)
 
 
+def scrub_env_urls(text: str) -> str:
+    """`text` without any secret of the URLs in SECRET_URL_ENVS."""
+    for name in SECRET_URL_ENVS:
+        if url := env_url(name):
+            text = scrub(text, url)
+    return text
+
+
 def redact_url(url: str) -> str:
     """The URL with any password (in the authority or the query) replaced by ***."""
     shown = url
@@ -97,6 +115,28 @@ def check_scheme(url: str, env_name: str, schemes: tuple[str, ...], example: str
         raise ConfigurationError(
             f"{env_name} must be a {schemes[0]}:// URL (e.g. {example}), "
             f"not {redact_url(url)!r}"
+        )
+    return url
+
+
+def check_http_url(url: str, env_name: str, example: str) -> str:
+    """The URL if it is http(s) with a host and a numeric port (if any); else a
+    ConfigurationError naming the variable. A client's own error for such a URL may
+    quote part of the password (an unencoded '#' or '/' ends the authority early)."""
+    try:
+        parts = urlsplit(url)
+        # .port raises ValueError for a port that is not a number or out of range.
+        usable = (parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
+                  and parts.port != 0)
+    except ValueError:
+        usable = False
+    if not usable:
+        raise ConfigurationError(
+            f"{env_name} must be an http(s) URL with a host and an optional numeric port "
+            f"(e.g. {example}), not {redact_url(url)!r}"
+            # An unencoded '#' or '/' in a password is the likely cause when there is one.
+            + ("; percent-encode any '@', ':', '/', '?' or '#' in the user name or password"
+               if "@" in url else "")
         )
     return url
 

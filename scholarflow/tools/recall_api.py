@@ -31,9 +31,11 @@ from typing import Any
 import httpx
 
 from scholarflow.errors import ConfigurationError, ScholarflowError
+from scholarflow.sessions.services import RECALL_API_URL_ENV, check_http_url, redact_url, scrub
 from scholarflow.tools.kb import RecalledChunk, RecallParams
 
-ENV_URL = "SCHOLARFLOW_RECALL_API_URL"
+ENV_URL = RECALL_API_URL_ENV
+EXAMPLE_URL = "http://127.0.0.1:9380/api/v1/retrieval"
 TIMEOUT_SECONDS = 30.0
 
 
@@ -57,9 +59,16 @@ class HttpRecallRetriever:
         api_key: str | None = None,
         client: httpx.AsyncClient | None = None,  # shared pool of a long-lived caller
     ) -> None:
-        if not api_url.startswith(("http://", "https://")):
-            raise ConfigurationError(f"{ENV_URL} must be an http(s) URL, not {api_url!r}")
+        check_http_url(api_url, ENV_URL, EXAMPLE_URL)
+        try:
+            # httpx's own "invalid URL" error would quote the URL and come at every search.
+            httpx.URL(api_url)
+        except httpx.InvalidURL:
+            raise ConfigurationError(
+                f"{ENV_URL} is not a valid URL ({redact_url(api_url)!r}); e.g. {EXAMPLE_URL}"
+            ) from None
         self.api_url = api_url
+        self._shown_url = redact_url(api_url)  # what messages show: no password
         self.index_names = list(index_names)
         self._timeout = timeout
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
@@ -88,27 +97,30 @@ class HttpRecallRetriever:
             response = await self._post(payload)
         except httpx.TimeoutException:
             raise RecallApiUnavailableError(
-                f"the recall service at {ENV_URL}={self.api_url} did not answer within "
+                f"the recall service at {ENV_URL}={self._shown_url} did not answer within "
                 f"{self._timeout:g} s"
             ) from None
         except httpx.TransportError as exc:
             raise RecallApiUnavailableError(
-                f"the recall service at {ENV_URL}={self.api_url} is unreachable "
+                f"the recall service at {ENV_URL}={self._shown_url} is unreachable "
                 f"({type(exc).__name__}); start it or fix the URL"
             ) from None
         if not 200 <= response.status_code < 300:
             raise RecallApiError(
-                f"the recall service at {self.api_url} answered HTTP {response.status_code}: "
-                f"{_excerpt(response.text)}"
+                f"the recall service at {self._shown_url} answered HTTP {response.status_code}: "
+                f"{self._excerpt(response.text)}"
             )
         try:
             body = response.json()
         except ValueError:
             raise RecallApiError(
-                f"the recall service at {self.api_url} answered something that is not JSON: "
-                f"{_excerpt(response.text)}"
+                f"the recall service at {self._shown_url} answered something that is not JSON: "
+                f"{self._excerpt(response.text)}"
             ) from None
-        chunks = parse_response(body, source=self.api_url)
+        try:
+            chunks = parse_response(body, source=self._shown_url)
+        except RecallApiError as exc:
+            raise RecallApiError(scrub(str(exc), self.api_url)) from None
         allowed = set(doc_ids) if doc_ids is not None else None
         kept = [c for c in chunks if allowed is None or c.doc_id in allowed]
         kept.sort(key=lambda c: -c.score)
@@ -121,6 +133,10 @@ class HttpRecallRetriever:
         # and a recall service answers in far more than a connection costs.
         async with httpx.AsyncClient(timeout=self._timeout) as client:
             return await client.post(self.api_url, json=payload, headers=self._headers)
+
+    def _excerpt(self, text: str) -> str:
+        # A service's error page may echo the URL it was called with, password and all.
+        return scrub(_excerpt(text), self.api_url)
 
     async def close(self) -> None:
         """Nothing to release unless a client was handed in (its owner closes it)."""

@@ -7,15 +7,15 @@ import os
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from urllib.parse import urlsplit, urlunsplit
 
 from elastic_transport import ConnectionError as TransportConnectionError
 from elastic_transport import ConnectionTimeout, TransportError
 from elasticsearch import ApiError, AsyncElasticsearch
 
 from scholarflow.errors import ConfigurationError, ScholarflowError
+from scholarflow.sessions.services import ES_URL_ENV, check_http_url, redact_url, scrub
 
-ENV_URL = "SCHOLARFLOW_ES_URL"
+ENV_URL = ES_URL_ENV
 INDEX_PREFIX = "scholarflow-kb-"
 
 
@@ -37,32 +37,22 @@ def index_name(kb_name: str) -> str:
     return f"{INDEX_PREFIX}{slug}-{digest}"
 
 
-def redact(url: str) -> str:
-    """The URL without its password, for error messages."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparsable URL>"
-    if parts.password is None:
-        return url
-    netloc = f"{parts.username}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
 @asynccontextmanager
 async def es_errors(url: str, what: str) -> AsyncIterator[None]:
-    """Turn transport and API failures into one line a person can act on."""
+    """Turn transport and API failures into one line a person can act on, without the
+    URL's password (the client's text may quote the URL)."""
     try:
         yield
     except (TransportConnectionError, ConnectionTimeout) as exc:
         raise ElasticsearchUnavailableError(
-            f"{ENV_URL}={redact(url)} is unreachable; could not {what} "
+            f"{ENV_URL}={redact_url(url)} is unreachable; could not {what} "
             f"({type(exc).__name__}); start Elasticsearch or fix the URL") from None
     except ApiError as exc:
-        raise ElasticsearchError(
-            f"Elasticsearch refused to {what} (HTTP {exc.meta.status}: {exc.message})") from None
+        raise ElasticsearchError(scrub(
+            f"Elasticsearch refused to {what} (HTTP {exc.meta.status}: {exc.message})", url
+        )) from None
     except TransportError as exc:
-        raise ElasticsearchError(f"could not {what} on Elasticsearch: {exc}") from None
+        raise ElasticsearchError(scrub(f"could not {what} on Elasticsearch: {exc}", url)) from None
 
 
 def connect(url: str | None, request_timeout: float = 30.0) -> tuple[AsyncElasticsearch, str]:
@@ -70,9 +60,11 @@ def connect(url: str | None, request_timeout: float = 30.0) -> tuple[AsyncElasti
     url = url or os.environ.get(ENV_URL, "").strip()
     if not url:
         raise ConfigurationError(f"{ENV_URL} is not set; it names the Elasticsearch server")
+    check_http_url(url, ENV_URL, "http://127.0.0.1:9200")
     try:
         # One retry: a dead URL should fail in seconds, with one clear line.
         return AsyncElasticsearch(url, request_timeout=request_timeout, max_retries=1), url
     except ValueError as exc:
         raise ElasticsearchUnavailableError(
-            f"{ENV_URL}={redact(url)} is not a usable URL ({exc})") from None
+            f"{ENV_URL}={redact_url(url)} is not a usable URL ({scrub(str(exc), url)})"
+        ) from None
