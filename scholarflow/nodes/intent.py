@@ -144,7 +144,9 @@ async def strategy_selection(state: State, runtime: Runtime[Context]) -> dict[st
     why = {
         "full_content": "one document that fits the context: read it whole",
         "multi_doc_summary": f"{len(documents)} documents to summarise: one summary each",
-        "chunk_recall": "too much text to read whole: recall the relevant passages",
+        "chunk_recall": (f"{len(documents)} documents: recall the relevant passages of each"
+                         if len(documents) > 1 else
+                         "too much text to read whole: recall the relevant passages"),
     }[strategy]
     Thinking(ctx.show_thinking, "strategy_selection").say(f"Strategy: {strategy} ({why}).")
     node_complete("strategy_selection", strategy=strategy)
