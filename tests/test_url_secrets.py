@@ -42,6 +42,9 @@ RECALL_URLS = [
     ("http://u:s3cr#etRc9@127.0.0.1:1/retrieval", ["s3cr", "etRc9"]),
     ("http://u:Rc4x/Pw8yQ@127.0.0.1:1/retrieval", ["Rc4x", "Pw8yQ"]),
 ]
+# How each fails: unreachable at the first recall step, or malformed (an unencoded # or /
+# in the password) as a setting, before any LLM call.
+RECALL_ERRORS = ["recall failed: ", f"{RECALL} must be", f"{RECALL} must be"]
 
 
 def _leaks(text: str, pieces: list[str]) -> list[str]:
@@ -81,17 +84,21 @@ def test_ask_with_a_bad_recall_url_saves_and_says_no_password(
     results = run_many([(["ask", "what learning rate?", "--kb", "x", "--no-thinking"],
                          {**env, "SCHOLARFLOW_HOME": str(case_home), RECALL: url})
                         for (url, _pieces), case_home in zip(RECALL_URLS, homes, strict=True)])
-    for (_url, pieces), case_home, result in zip(RECALL_URLS, homes, results, strict=True):
+    for (_url, pieces), expected, case_home, result in zip(RECALL_URLS, RECALL_ERRORS, homes,
+                                                           results, strict=True):
         _one_clean_line(result, RECALL, pieces)
-        assert result.err_lines[0].startswith("error: recall failed: "), result.describe()
+        assert result.err_lines[0].startswith(f"error: {expected}"), result.describe()
         for saved in (f for f in case_home.rglob("*") if f.is_file()):  # checkpoints, sessions
             data = saved.read_bytes()
             assert not [p for p in pieces if p.encode() in data], saved
 
 
-@pytest.mark.parametrize(("url", "pieces"), RECALL_URLS)
+@pytest.mark.parametrize(("url", "pieces", "expected"),
+                         [(*case, error) for case, error in zip(RECALL_URLS, RECALL_ERRORS,
+                                                                 strict=True)])
 async def test_the_runs_error_and_events_hold_no_password(
-    url: str, pieces: list[str], fake_llm: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch,
+    url: str, pieces: list[str], expected: str, fake_llm: FakeOpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     kb = await open_knowledge_base("lab", create=True)  # the documents' titles are local
     for doc_id, name in (("anchor", "en_sparse_attention.md"), ("rag", "en_retrieval_qa.md")):
@@ -99,7 +106,9 @@ async def test_the_runs_error_and_events_hold_no_password(
     monkeypatch.setenv(RECALL, url)
     out, events = await run_graph({"query": "Which learning rate does each paper use?",
                                    "kb": "lab", "mode_type": "LITERATURE_QA"})
-    assert out["error"] is not None and out["error"].startswith("recall failed: "), out["error"]
+    assert out["error"] is not None and out["error"].startswith(expected), out["error"]
+    if expected != "recall failed: ":  # a malformed URL: found before any chat call
+        assert fake_llm.stats().chat_calls == 0
     assert RECALL in out["error"] and "internal error" not in out["error"], out["error"]
     assert not _leaks(out["error"] + json.dumps(events, default=str), pieces)
     assert events[-1]["type"] == "error"

@@ -51,7 +51,11 @@ async def prepare_recall(state: State) -> None:
     contents = state.get("document_contents") or {}
     kb, _doc_ids, direct = recall_scope(state.get("kb"), state.get("doc_ids") or [],
                                         state.get("documents") or [], contents)
-    if kb and not os.environ.get(RECALL_API_ENV):
+    if kb and (url := os.environ.get(RECALL_API_ENV)):
+        from scholarflow.tools.recall_api import HttpRecallRetriever
+
+        HttpRecallRetriever(url, [kb])  # a malformed URL fails here, before any LLM call
+    elif kb:
         await open_kb(kb)
     if direct:
         scratch = await open_kb(DIRECT_KB, create=True)
