@@ -128,6 +128,21 @@ async def test_one_failed_step_among_good_ones_does_not_sink_the_run(
     assert done[0]["failed"] == 1
 
 
+async def test_a_failed_step_beside_steps_that_found_nothing_is_the_error(
+    fake_llm: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class FindsNothing(Scripted):
+        async def search(self, query: str, *, doc_ids: Any, params: Any) -> list[RecalledChunk]:
+            found = await super().search(query, doc_ids=doc_ids, params=params)
+            return [] if query == "learning rate" else found
+
+    _use(monkeypatch, FindsNothing({"batch size": [InputError("the index is gone")]}))
+    fake_llm.configure(rules=[{"match": SUBQ_RULE, "reply": TWO_STEPS}])
+    out, _events = await run_graph(_request())
+    assert out["error"] == ("recall found nothing in 1 step(s) and 1 failed: "
+                            "the index is gone"), out["error"]
+
+
 @pytest.mark.parametrize("documents", [
     {"document_contents": {"anchor": "# A\n\nSome text about attention."}},
     {"content": "# A\n\nSome text about attention."},

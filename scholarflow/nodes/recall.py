@@ -271,8 +271,10 @@ async def finish_execution(state: ExecutionState, runtime: Runtime[Context]) -> 
         + (f"; steps {failed} failed." if failed else ".")
     )
     failures = sorted(state.get("failures") or [], key=lambda f: f["step"])
-    if failed and not done and failures:
-        # Not "found nothing": nothing was searched, and the person should learn why.
-        raise RecallFailedError(f"recall failed: {failures[0]['message']}")
+    if failed and failures and not recalled:
+        # Not "found nothing": some searches did not run, and the person should learn why.
+        what = ("recall failed" if not done else
+                f"recall found nothing in {len(done)} step(s) and {len(failed)} failed")
+        raise RecallFailedError(f"{what}: {failures[0]['message']}")
     node_complete("execution", steps=len(plan), failed=len(failed), chunks=len(recalled))
     return {}
