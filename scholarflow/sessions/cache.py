@@ -59,6 +59,12 @@ class SummaryCache(AsyncClosable, Protocol):
     async def close(self) -> None: ...
 
 
+def check_ttl(ttl_seconds: int) -> None:
+    """Every cache backend refuses an expiry that is already past."""
+    if ttl_seconds <= 0:
+        raise ValueError("ttl_seconds must be positive")
+
+
 class SqliteSummaryCache(ClosesOnExit):
     """SummaryCache in a SQLite file; it can share the file with SqliteSessionStore.
 
@@ -100,8 +106,7 @@ class SqliteSummaryCache(ClosesOnExit):
         return await self._db.run(work)
 
     async def set(self, key: str, value: str, ttl_seconds: int = DEFAULT_TTL_SECONDS) -> None:
-        if ttl_seconds <= 0:
-            raise ValueError("ttl_seconds must be positive")
+        check_ttl(ttl_seconds)
         now = self._clock()
         purge = self._writes % PURGE_EVERY_WRITES == 0
         self._writes += 1

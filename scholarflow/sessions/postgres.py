@@ -28,6 +28,7 @@ from scholarflow.sessions.store import (
     CompressionConflictError,
     SessionNotFoundError,
     check_compression,
+    check_new_message,
     check_session_id,
 )
 from scholarflow.tokens import count_message_tokens
@@ -163,11 +164,7 @@ class PostgresSessionStore(ClosesOnExit):
         return True
 
     async def add_message(self, session_id: str, type: MessageType, content: str) -> Message:
-        kind = MessageType(type)
-        if kind is MessageType.COMPRESSION:
-            raise ValueError("COMPRESSION messages are written by compress(), not add_message()")
-        if not isinstance(content, str):
-            raise TypeError(f"message content must be a str, not {builtins.type(content).__name__}")
+        kind = check_new_message(type, content)
         content = _storable(content)
         # Tokenising can take a while for a long answer: off the event loop, before the lock.
         tokens = await asyncio.to_thread(count_message_tokens, [content])

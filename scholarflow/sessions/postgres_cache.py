@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from scholarflow.sessions.cache import DEFAULT_TTL_SECONDS, PURGE_EVERY_WRITES
+from scholarflow.sessions.cache import DEFAULT_TTL_SECONDS, PURGE_EVERY_WRITES, check_ttl
 from scholarflow.sessions.postgres_db import PostgresDatabase
 from scholarflow.sessions.store import ClosesOnExit
 
@@ -63,8 +63,7 @@ class PostgresSummaryCache(ClosesOnExit):
         return {key: value for key, value in rows}
 
     async def set(self, key: str, value: str, ttl_seconds: int = DEFAULT_TTL_SECONDS) -> None:
-        if ttl_seconds <= 0:
-            raise ValueError("ttl_seconds must be positive")
+        check_ttl(ttl_seconds)
         now = self._clock()
         purge = self._writes % PURGE_EVERY_WRITES == 0
         self._writes += 1

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from scholarflow.errors import ConfigurationError
-from scholarflow.sessions.cache import DEFAULT_TTL_SECONDS
+from scholarflow.sessions.cache import DEFAULT_TTL_SECONDS, check_ttl
 from scholarflow.sessions.services import (
     REDIS_SCHEMES,
     REDIS_URL_ENV,
@@ -123,8 +123,7 @@ class RedisSummaryCache(ClosesOnExit):
         return {k: v for k, v in zip(unique, values, strict=True) if v is not None}
 
     async def set(self, key: str, value: str, ttl_seconds: int = DEFAULT_TTL_SECONDS) -> None:
-        if ttl_seconds <= 0:
-            raise ValueError("ttl_seconds must be positive")
+        check_ttl(ttl_seconds)
         if self._skipping():
             return
         from redis.exceptions import RedisError

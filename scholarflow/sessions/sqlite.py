@@ -33,6 +33,7 @@ from scholarflow.sessions.store import (
     CompressionConflictError,
     SessionNotFoundError,
     check_compression,
+    check_new_message,
     check_session_id,
 )
 from scholarflow.tokens import count_message_tokens
@@ -232,11 +233,7 @@ class SqliteSessionStore(ClosesOnExit):
         return await self._db.run(work)
 
     async def add_message(self, session_id: str, type: MessageType, content: str) -> Message:
-        kind = MessageType(type)
-        if kind is MessageType.COMPRESSION:
-            raise ValueError("COMPRESSION messages are written by compress(), not add_message()")
-        if not isinstance(content, str):
-            raise TypeError(f"message content must be a str, not {builtins.type(content).__name__}")
+        kind = check_new_message(type, content)
 
         def insert(conn: sqlite3.Connection, tokens: int) -> Message:
             with transaction(conn):

@@ -28,6 +28,16 @@ def check_session_id(session_id: str) -> str:
     return session_id
 
 
+def check_new_message(type: MessageType | str, content: object) -> MessageType:
+    """The message's type when add_message() may store it; else ValueError/TypeError."""
+    kind = MessageType(type)
+    if kind is MessageType.COMPRESSION:
+        raise ValueError("COMPRESSION messages are written by compress(), not add_message()")
+    if not isinstance(content, str):
+        raise TypeError(f"message content must be a str, not {builtins.type(content).__name__}")
+    return kind
+
+
 def check_compression(message_ids: Sequence[int], summary: str) -> set[int]:
     """The ids to compress when the arguments make sense; else ValueError (as every backend)."""
     ids = set(message_ids)
