@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
@@ -32,6 +33,7 @@ from scholarflow.sessions.services import (
     redact_url,
     unreachable,
 )
+from scholarflow.sessions.sqlite import DAMAGED_CODES, damaged_file
 
 if TYPE_CHECKING:
     import psycopg
@@ -85,7 +87,15 @@ async def _sqlite_saver() -> AsyncIterator[BaseCheckpointSaver[str]]:
 
     path = await asyncio.to_thread(checkpoints_path)
     async with aiosqlite.connect(path, timeout=SQLITE_BUSY_TIMEOUT_SECONDS) as conn:
-        yield AsyncSqliteSaver(conn)  # it creates its tables (WAL mode) on first use
+        saver = AsyncSqliteSaver(conn)
+        try:  # its tables (WAL mode), now: a damaged file is one line here, not mid-run
+            await saver.setup()
+        except sqlite3.DatabaseError as exc:
+            if getattr(exc, "sqlite_errorcode", None) not in DAMAGED_CODES:
+                raise
+            raise damaged_file(path, exc, "; the sessions' messages are kept, but runs "
+                                          "that stopped midway cannot be resumed") from None
+        yield saver
 
 
 @asynccontextmanager

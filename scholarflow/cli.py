@@ -12,12 +12,12 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Iterable, Sequence
-from typing import Any, cast
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any, NoReturn, cast
 
 from scholarflow import cli_kb
 from scholarflow.context import Context
-from scholarflow.errors import ScholarflowError
+from scholarflow.errors import InternalError, RetryableLLMError, ScholarflowError
 from scholarflow.intents import Intent
 
 EXIT_RUN_FAILED = 1
@@ -29,8 +29,16 @@ class CliError(ScholarflowError):
     """A bad request caught before the graph runs."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its usage errors as one `error:` line like every other bad request."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"error: {_safe(message)}; see `{self.prog} --help`", file=sys.stderr)
+        sys.exit(EXIT_BAD_INPUT)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="scholarflow", description="Answers questions about your academic papers."
     )
     sub = parser.add_subparsers(dest="command", required=True)
@@ -46,11 +54,13 @@ def _parser() -> argparse.ArgumentParser:
                           "tavily when both or neither are)")
     ask.add_argument("--no-thinking", action="store_true", help="hide the workflow's thinking")
     ask.add_argument("--json", action="store_true", help="print one stream event per line")
+    cli_kb.add_llm_timeout(ask)
 
     resume = sub.add_parser("resume", help="finish a session's run that stopped midway")
     resume.add_argument("session_id")
     resume.add_argument("--no-thinking", action="store_true", help="hide the workflow's thinking")
     resume.add_argument("--json", action="store_true", help="print one stream event per line")
+    cli_kb.add_llm_timeout(resume)
 
     route = sub.add_parser("route", help="print the intent and strategy; generate nothing")
     route.add_argument("question", help="the question, or - for one question per stdin line")
@@ -68,8 +78,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _document_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--file", action="append", default=[], metavar="PATH",
-                        help="a document given directly (repeatable)")
+    # nargs="+" with extend: `--file papers/*.md` (the shell's expansion) and `--file a --file b`.
+    parser.add_argument("--file", nargs="+", action="extend", default=[], metavar="PATH",
+                        help="documents given directly: files, or folders (their PDF, Markdown "
+                             "and text files); repeatable")
     parser.add_argument("--kb", help="knowledge base name")
     parser.add_argument("--doc", action="append", default=[], metavar="ID",
                         help="a document of the knowledge base (repeatable)")
@@ -90,28 +102,26 @@ def _mode(value: str | None) -> str | None:
         raise CliError(f"invalid --mode: {exc}") from None
 
 
-async def _documents(paths: Sequence[str]) -> dict[str, str]:
-    from scholarflow.documents import load_document_file
-
-    # A large PDF takes a while to extract: keep the event loop free meanwhile.
-    loaded = [await asyncio.to_thread(load_document_file, p) for p in paths]
-    return {d.doc_id: d.content for d in loaded}
-
-
 async def _graph_input(args: argparse.Namespace, question: str) -> dict[str, Any]:
+    from scholarflow.cli_files import load_documents
+
     payload: dict[str, Any] = {"query": question}
     if args.file:
-        payload["document_contents"] = await _documents(args.file)
-    if args.kb:
-        payload["kb"] = args.kb
+        payload["document_contents"] = await load_documents(args.file)
+    if args.kb is not None:  # an empty name is an error, not no knowledge base
+        from scholarflow.tools.index import check_kb_name
+
+        payload["kb"] = check_kb_name(args.kb)
     if args.doc:
         payload["doc_ids"] = list(args.doc)
     return payload
 
 
 def _run_context(args: argparse.Namespace) -> Context:
+    given = getattr(args, "llm_timeout", None)
+    timeout = {"llm_timeout_seconds": given} if given else {}
     ctx = Context(show_thinking=not args.no_thinking,
-                  search_engine=getattr(args, "search_engine", None))
+                  search_engine=getattr(args, "search_engine", None), **timeout)
     if not ctx.llm_configured:
         raise CliError("no LLM configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for "
                        "DeepSeek, Qwen, vLLM or Ollama)")
@@ -120,10 +130,15 @@ def _run_context(args: argparse.Namespace) -> Context:
 
 async def _ask(args: argparse.Namespace) -> int:
     from scholarflow import cli_run
+    from scholarflow.cli_files import check_request
 
-    payload = await _graph_input(args, _question(args.question))
-    payload.update(mode_type=_mode(args.mode), enable_web_search=args.web_search)
+    question = _question(args.question)
+    mode = _mode(args.mode)
     ctx = _run_context(args)
+    payload = await _graph_input(args, question)
+    # Before the run: a bad request is exit 2 and leaves no session behind.
+    await check_request(payload)
+    payload.update(mode_type=mode, enable_web_search=args.web_search)
     if args.web_search and (args.file or args.kb or args.doc):
         # Only simple_interaction searches: a document task would drop the flag unsaid.
         cli_run.note("--web-search applies to chat; a question about the given documents "
@@ -138,6 +153,7 @@ async def _resume(args: argparse.Namespace) -> int:
 
 
 async def _route(args: argparse.Namespace) -> int:
+    from scholarflow.cli_files import stdin_questions
     from scholarflow.nodes.intent import recognise_intent, select_strategy
     from scholarflow.nodes.request import document_budget, fits_whole, gather_documents
     from scholarflow.state import State
@@ -145,14 +161,15 @@ async def _route(args: argparse.Namespace) -> int:
 
     ctx = Context()
     infos, _contents = await gather_documents(cast(State, await _graph_input(args, "-")))
-    questions: Iterable[str] = (
-        (line.rstrip("\n") for line in sys.stdin) if args.question == "-" else [args.question]
+    questions: Iterable[tuple[str, str | None]] = (
+        stdin_questions(sys.stdin.buffer) if args.question == "-" else [(args.question, None)]
     )
-    failed = False
-    for raw in questions:
-        if not raw.strip():
-            print(json.dumps({"error": "the question is empty"}), flush=True)
-            failed = True
+    failures: list[str] = []
+    for number, (raw, bad) in enumerate(questions, start=1):
+        why = bad or (None if raw.strip() else "the question is empty")
+        if why is not None:
+            print(json.dumps({"error": why}), flush=True)
+            failures.append(f"line {number}: {why}" if args.question == "-" else why)
             continue
         question = raw.strip()
         decision = await recognise_intent(ctx, question, documents=infos)
@@ -166,33 +183,37 @@ async def _route(args: argparse.Namespace) -> int:
             "intent": decision.intent.value, "confidence": round(decision.confidence, 3),
             "decided_by": decision.decided_by, "strategy": strategy,
         }, ensure_ascii=False), flush=True)
-    return EXIT_BAD_INPUT if failed else 0
+    if failures:
+        raise CliError(f"{len(failures)} question(s) not routed ({failures[0]}): fix them and "
+                       "route them again")
+    return 0
 
 
 async def _sessions(args: argparse.Namespace) -> int:
     from scholarflow.checkpoints import delete_thread
+    from scholarflow.cli_text import safe_json
     from scholarflow.sessions.registry import close_all, session_store
 
     store = session_store()
     try:
         if args.verb == "list":
             for info in await store.list():
-                print(json.dumps({
+                print(safe_json({
                     "session_id": info.session_id, "title": info.title,
                     "message_count": info.message_count,
                     "total_token_count": info.total_token_count,
                     "created_at": info.created_at, "updated_at": info.updated_at,
-                }, ensure_ascii=False))
+                }))
             return 0
         if await store.get(args.session_id) is None:
             raise CliError(f"no session {args.session_id!r}; see `scholarflow sessions list`")
         if args.verb == "show":
             for m in await store.messages(args.session_id):
-                print(json.dumps({
+                print(safe_json({
                     "id": m.id, "type": m.type.value, "token_count": m.token_count,
                     "compressed": m.compressed, "created_at": m.created_at,
                     "content": m.content,
-                }, ensure_ascii=False))
+                }))
             return 0
         # Checkpoints first: if that fails, the session is still listed and the delete
         # can be run again; the other way round its thread would be left behind unlisted.
@@ -204,24 +225,40 @@ async def _sessions(args: argparse.Namespace) -> int:
         await close_all()
 
 
+async def _checked(command: Callable[[argparse.Namespace], Awaitable[int]],
+                   args: argparse.Namespace) -> int:
+    """`command(args)` once its text arguments are valid UTF-8: argv bytes that are not
+    arrive as lone surrogates, which would fail later, after a session was created."""
+    from scholarflow.cli_files import check_text_args
+
+    check_text_args(args)
+    return await command(args)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     debug = bool(os.environ.get("SCHOLARFLOW_DEBUG"))
     logging.basicConfig(level=logging.DEBUG if debug else logging.ERROR,
                         format="%(levelname)s %(name)s: %(message)s")
+    from scholarflow.scrub import install_log_scrubbing, scrubbed_traceback
+
+    install_log_scrubbing()  # debug logs and their tracebacks hold no secret either
     command = {"ask": _ask, "resume": _resume, "route": _route, "sessions": _sessions,
                "ingest": cli_kb.ingest, "search": cli_kb.search}[args.command]
     try:
-        return asyncio.run(command(args))
+        return asyncio.run(_checked(command, args))
     except ScholarflowError as exc:
         print(f"error: {_safe(str(exc))}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        # A model that failed (unreachable, 5xx, 429, timeout) or a bug is a failed run;
+        # anything else is the request or the configuration (a bad key or URL included).
+        failed_run = isinstance(exc, RetryableLLMError | InternalError)
+        return EXIT_RUN_FAILED if failed_run else EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:
-        if debug:
-            raise
+        if debug:  # the traceback, scrubbed: a library's message may quote a URL or key
+            print(scrubbed_traceback(exc), end="", file=sys.stderr)
         print(f"error: unexpected {type(exc).__name__}: {_safe(str(exc))} "
               "(set SCHOLARFLOW_DEBUG=1 for details)", file=sys.stderr)
         return EXIT_RUN_FAILED
@@ -230,9 +267,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _safe(message: str) -> str:
     """The message on one line, without any secret of the service URLs: a driver's
     message may quote a malformed URL that no handler of ours rewrote."""
-    from scholarflow.sessions.services import scrub_env_urls
+    from scholarflow.cli_text import safe_text
+    from scholarflow.scrub import scrub_secrets
 
-    return scrub_env_urls(" ".join(message.split()))
+    # safe_text: a file name in the message must not drive the terminal (ESC, OSC, bidi).
+    return safe_text(scrub_secrets(" ".join(message.split())))
 
 
 if __name__ == "__main__":

@@ -8,12 +8,12 @@ terminal. `search` prints the recalled chunks as JSON lines, best first.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from scholarflow.cli_text import safe_json, safe_text
 from scholarflow.context import Context
 from scholarflow.errors import InputError
 
@@ -48,6 +48,25 @@ def add_parsers(sub: Any) -> None:
                         help="search with the query alone (by default, when an LLM is "
                              "configured, its translation into the other language is searched "
                              "too, as the workflow does)")
+    add_llm_timeout(search)
+
+
+def add_llm_timeout(parser: argparse.ArgumentParser) -> None:
+    """`--llm-timeout SECONDS`: Context.llm_timeout_seconds (a value given wins over the
+    environment's SCHOLARFLOW_LLM_TIMEOUT)."""
+    parser.add_argument("--llm-timeout", type=_positive_seconds, default=None, metavar="SECONDS",
+                        help="seconds one LLM call may take (default: $SCHOLARFLOW_LLM_TIMEOUT, "
+                             "else 120)")
+
+
+def _positive_seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {value!r}") from None
+    if not 0 < seconds < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {value!r}")
+    return seconds
 
 
 def _positive_int(value: str) -> int:
@@ -74,9 +93,13 @@ async def ingest(args: argparse.Namespace) -> int:
         progress.close()
         await close_all()
     failed = sum(1 for r in results if not r.ok)
+    stored = sum(1 for r in results if r.status in ("added", "unchanged"))
+    if failed == 0 and stored == 0:  # only skipped files: say so, or it looks like success
+        raise InputError("nothing was ingested: every file was skipped (see the warnings "
+                         "above); fix or rename those files and ingest again")
     if failed == 0:
         return 0
-    return EXIT_ALL_BAD if failed == len(results) else EXIT_SOME_FAILED
+    return EXIT_ALL_BAD if stored == 0 else EXIT_SOME_FAILED
 
 
 async def search(args: argparse.Namespace) -> int:
@@ -93,7 +116,8 @@ async def search(args: argparse.Namespace) -> int:
     if not has_words(query):  # checked before opening anything: nothing to look up
         raise InputError("the query has no words to search for: give some words, "
                          "e.g. 'sparse attention memory'")
-    ctx = Context()
+    timeout = getattr(args, "llm_timeout", None)
+    ctx = Context(**({"llm_timeout_seconds": timeout} if timeout else {}))
     params = RecallParams(top_n=args.top_n or ctx.top_n,
                           similarity_threshold=ctx.similarity_threshold,
                           vector_similarity_weight=ctx.vector_similarity_weight,
@@ -121,11 +145,11 @@ async def search(args: argparse.Namespace) -> int:
     finally:
         await close_all()
     for chunk in found:
-        print(json.dumps({
+        print(safe_json({
             "doc_id": chunk.doc_id, "chunk_id": chunk.chunk_id,
             "score": round(chunk.score, SCORE_DIGITS), "text": chunk.text,
             "title": chunk.title, "heading": chunk.heading, "page": chunk.page,
-        }, ensure_ascii=False), flush=True)
+        }), flush=True)
     return 0
 
 
@@ -156,7 +180,7 @@ async def _translation(ctx: Context, query: str) -> list[str]:
         result = await llm.complete(ctx, [("system", system), ("user", query)],
                                     node="query_translation")
     except LLMError as exc:
-        print(f"note: the query was not translated ({exc}); searching with it alone",
+        print(f"note: the query was not translated ({safe_text(exc)}); searching with it alone",
               file=sys.stderr)
         return []
     lines = [line.strip() for line in result.text.strip().splitlines() if line.strip()]
@@ -183,12 +207,15 @@ class _Progress:
         self._write = tqdm.write  # prints above the bar instead of through it
 
     def result(self, result: IngestResult) -> None:
-        if result.ok:
-            self._write(json.dumps(result.as_json(), ensure_ascii=False), file=sys.stdout)
+        # File names are anyone's text: escaped, so a name cannot drive the terminal.
+        if result.status == "skipped":
+            self._write(f"warning: {safe_text(result.error)}", file=sys.stderr)
+        elif result.ok:
+            self._write(safe_json(result.as_json()), file=sys.stdout)
         else:
-            self._write(f"error: {result.error}", file=sys.stderr)
+            self._write(f"error: {safe_text(result.error)}", file=sys.stderr)
         if self._bar is not None:
-            self._bar.set_postfix_str(Path(result.source).name[:40], refresh=False)
+            self._bar.set_postfix_str(safe_text(Path(result.source).name)[:40], refresh=False)
             self._bar.update(1)
 
     def embedded(self, passages: int) -> None:

@@ -1,26 +1,55 @@
-"""How `scholarflow ask` shows a run in a terminal: answer on stdout, the rest on stderr."""
+"""How `scholarflow ask` shows a run in a terminal: answer on stdout, the rest on stderr.
+
+Titles, file names and messages quoting them are anyone's text: everything
+printed goes through `cli_text`, so none of it can drive the terminal.
+"""
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any, TextIO
 
+from scholarflow.cli_text import safe_json, safe_lines, safe_text
 
-class TerminalRenderer:
+# The error event's kind (scholarflow.nodes.errors.error_kind): a bad request or setting.
+BAD_REQUEST_KINDS = frozenset({"input", "config"})
+
+
+class _Errors:
+    """The run's error and its kind, known from the node_error event that caused it."""
+
+    def __init__(self) -> None:
+        self.error: str | None = None
+        self.error_kind: str | None = None
+        self._kinds: dict[str, str] = {}
+
+    def track(self, event: dict[str, Any]) -> None:
+        if event.get("type") == "node_error" and event.get("kind"):
+            self._kinds.setdefault(str(event.get("error")), str(event["kind"]))
+        elif event.get("type") == "error":
+            self.error = str(event.get("message"))
+            self.error_kind = event.get("kind") or self._kinds.get(self.error)
+
+    @property
+    def bad_request(self) -> bool:
+        return self.error_kind in BAD_REQUEST_KINDS
+
+
+class TerminalRenderer(_Errors):
     """Prints stream events for a person: the answer as it streams, progress and thoughts dimmed."""
 
     def __init__(self, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> None:
+        super().__init__()
         self.out = out
         self.err = err
         self.color = err.isatty()
+        self.out_tty = out.isatty()
         self.answered = False
         self.in_delta = False
         self.summaries_total = 0
         self.summaries_done = 0
         self.summaries_failed = 0
         self.progress_shown = False
-        self.error: str | None = None
         self.final: dict[str, Any] | None = None
 
     def _dim(self, text: str) -> str:
@@ -28,7 +57,7 @@ class TerminalRenderer:
 
     def _note(self, text: str) -> None:
         self._end_progress()
-        print(self._dim(text), file=self.err, flush=True)
+        print(self._dim(safe_text(text)), file=self.err, flush=True)
 
     def _end_progress(self) -> None:
         if self.progress_shown and self.color:
@@ -47,10 +76,11 @@ class TerminalRenderer:
             print(line, file=self.err, flush=True)
 
     def handle(self, event: dict[str, Any]) -> None:
+        self.track(event)
         kind = event.get("type")
         if kind == "thought_chunk":
             if event.get("delta"):
-                print(self._dim(event["content"]), end="", file=self.err, flush=True)
+                print(self._dim(safe_lines(event["content"])), end="", file=self.err, flush=True)
                 self.in_delta = True
             else:
                 self._note(f"· {event['content']}")
@@ -59,7 +89,8 @@ class TerminalRenderer:
             if self.in_delta:
                 print(file=self.err)
                 self.in_delta = False
-            self.out.write(event["content"])
+            # Escaped on a terminal only: piped, the answer is passed on as written.
+            self.out.write(safe_lines(event["content"]) if self.out_tty else event["content"])
             self.out.flush()
             self.answered = True
         elif kind == "doc_summary_init":
@@ -81,25 +112,23 @@ class TerminalRenderer:
             self._note(f"session {event['session_id']} · {event.get('intent')} · "
                        f"{event.get('strategy') or 'chat'}")
         elif kind == "error":
-            self.error = event["message"]
             if self.answered:
                 self.out.write("\n")
             self._end_progress()
-            print(f"error: {event['message']}", file=self.err, flush=True)
+            print(f"error: {safe_text(event['message'])}", file=self.err, flush=True)
 
 
-class JsonRenderer:
+class JsonRenderer(_Errors):
     """One JSON object per event per line; the last is final_answer (or error)."""
 
     def __init__(self, out: TextIO = sys.stdout) -> None:
+        super().__init__()
         self.out = out
-        self.error: str | None = None
         self.final: dict[str, Any] | None = None
 
     def handle(self, event: dict[str, Any]) -> None:
-        if event.get("type") == "error":
-            self.error = event["message"]
-        elif event.get("type") == "final_answer":
+        self.track(event)
+        if event.get("type") == "final_answer":
             self.final = event
-        self.out.write(json.dumps(event, ensure_ascii=False) + "\n")
+        self.out.write(safe_json(event) + "\n")
         self.out.flush()

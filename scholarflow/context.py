@@ -8,19 +8,26 @@ key never reaches checkpoints, sessions or events.
 
 from __future__ import annotations
 
+import difflib
+import math
 import os
-from dataclasses import dataclass, field, fields, make_dataclass
-from typing import Any, Literal
+from dataclasses import MISSING, Field, dataclass, field, fields, make_dataclass
+from functools import cache
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from langgraph.runtime import Runtime
 
-from scholarflow.errors import ConfigurationError
+from scholarflow.endpoints import check_endpoints
+from scholarflow.errors import ConfigurationError, InvalidContextError
 
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_MAX_CONCURRENT_LLM_CALLS = 10
 # Process settings from the environment: how a LangGraph server's operator sets them.
 MAX_CALLS_ENV = "SCHOLARFLOW_MAX_CONCURRENT_LLM_CALLS"
 ADAPTIVE_ENV = "SCHOLARFLOW_ADAPTIVE_LLM_LIMIT"
+LLM_TIMEOUT_ENV = "SCHOLARFLOW_LLM_TIMEOUT"
+DEFAULT_LLM_TIMEOUT_SECONDS = 120.0
 
 
 def _doc(text: str) -> Any:
@@ -34,6 +41,20 @@ def _env_int(name: str, default: int) -> int:
     if not raw.isdigit() or int(raw) < 1:
         raise ConfigurationError(f"{name} must be a whole number of at least 1, not {raw!r}")
     return int(raw)
+
+
+def _env_seconds(name: str, default: float) -> float:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):  # also refuses nan
+        raise ConfigurationError(f"{name} must be a number of seconds above 0, like 120 or "
+                                 f"0.5, not {raw!r}: fix or unset {name}")
+    return value
 
 
 def _env_flag(name: str, *, default: bool) -> bool:
@@ -92,7 +113,9 @@ class Context:
         default=3, metadata=_doc("LLM attempts when it answers with an invalid intent.")
     )
     llm_timeout_seconds: float = field(
-        default=120.0, metadata=_doc("Timeout of one LLM request, in seconds.")
+        default_factory=lambda: _env_seconds(LLM_TIMEOUT_ENV, DEFAULT_LLM_TIMEOUT_SECONDS),
+        metadata=_doc(f"Timeout of one LLM request, in seconds. Default: ${LLM_TIMEOUT_ENV}, "
+                      f"else {DEFAULT_LLM_TIMEOUT_SECONDS:g}."),
     )
     temperature: float = field(default=0.2, metadata=_doc("Sampling temperature."))
     top_n: int = field(default=10, metadata=_doc("Recall: chunks returned per query."))
@@ -140,18 +163,26 @@ class Context:
         self._validate()
 
     def _validate(self) -> None:
+        # Types first: a JSON client's "big" must not reach a comparison (TypeError).
+        hints = _field_types()
+        for f in fields(self):
+            if (need := _type_words(hints[f.name], getattr(self, f.name))) is not None:
+                raise _invalid(self, f, f"must be {need}")
         positive = ("max_context_tokens", "max_concurrent_llm_calls",
                     "max_intent_recognition_retries", "top_n", "max_results",
                     "recall_tool_cache_size")
+        named = {f.name: f for f in fields(self)}
         for name in positive:
             if getattr(self, name) < 1:
-                raise ValueError(f"context.{name} must be at least 1")
+                raise _invalid(self, named[name], "must be at least 1")
         for name in ("direct_content_threshold", "similarity_threshold",
                      "vector_similarity_weight"):
             if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"context.{name} must be between 0 and 1")
+                raise _invalid(self, named[name], "must be between 0 and 1")
         if self.llm_timeout_seconds <= 0:
-            raise ValueError("context.llm_timeout_seconds must be positive")
+            raise _invalid(self, named["llm_timeout_seconds"],
+                           "must be a number of seconds above 0")
+        check_endpoints(self.openai_api_base)  # a bad URL: refused once, before any call
 
     @property
     def llm_configured(self) -> bool:
@@ -174,7 +205,8 @@ SERVER_FIELDS = SECRET_FIELDS | {"openai_api_base", "max_concurrent_llm_calls",
 # key sent in the context is dropped before it could be stored.
 ServedContext: type[Any] = make_dataclass(
     "ServedContext",
-    [(f.name, f.type, field(default=f.default, metadata=f.metadata))
+    [(f.name, f.type, field(default=f.default, default_factory=f.default_factory,
+                            metadata=f.metadata))
      for f in fields(Context) if f.name not in SERVER_FIELDS],
     kw_only=True,
     namespace={
@@ -187,14 +219,75 @@ ServedContext: type[Any] = make_dataclass(
 
 def get_context(runtime: Runtime[Any] | None) -> Context:
     """The run's context as a full `Context`; defaults and environment fill what is unset."""
-    ctx = runtime.context if runtime is not None else None
+    return as_context(runtime.context if runtime is not None else None)
+
+
+def as_context(ctx: Any, schema: type[Any] = Context) -> Context:
+    """`ctx` (None, a Context, a dict of `schema`'s fields, or a dataclass such as
+    ServedContext) as a full, checked Context; InvalidContextError names a wrong field."""
     if ctx is None:
         return Context()
     if isinstance(ctx, Context):
         return ctx
     if isinstance(ctx, dict):  # a server may hand over the raw JSON object
+        known = [f.name for f in fields(schema)]
+        if unknown := [k for k in ctx if k not in known]:
+            close = difflib.get_close_matches(str(unknown[0]), known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise InvalidContextError(f"invalid context: unknown field {_shown(unknown[0])}"
+                                      f"{hint}; the fields are {', '.join(known)}")
         return Context(**ctx)
     return Context(**{f.name: getattr(ctx, f.name) for f in fields(ctx)})
+
+
+@cache
+def _field_types() -> dict[str, Any]:
+    return get_type_hints(Context)
+
+
+def _type_words(hint: Any, value: Any) -> str | None:
+    """What a field of type `hint` must be when `value` is not one, else None."""
+    options = get_args(hint) if get_origin(hint) in (Union, UnionType) else (hint,)
+    words = []
+    for option in options:
+        if option is type(None):
+            ok, word = value is None, "null"
+        elif get_origin(option) is Literal:
+            ok = isinstance(value, str) and value in get_args(option)
+            word = "one of " + ", ".join(map(repr, get_args(option)))
+        elif option is bool:
+            ok, word = isinstance(value, bool), "true or false"
+        elif option is int:
+            ok = isinstance(value, int) and not isinstance(value, bool)
+            word = "a whole number"
+        elif option is float:  # an int is a float here, as in JSON; nan and inf are not
+            ok = (isinstance(value, int | float) and not isinstance(value, bool)
+                  and math.isfinite(value))
+            word = "a number"
+        elif option is str:
+            ok, word = isinstance(value, str), "a string"
+        else:
+            ok, word = isinstance(value, option), f"a {option.__name__}"
+        if ok:
+            return None
+        words.append(word)
+    return " or ".join(words)
+
+
+def _invalid(ctx: Context, f: Field[Any], rule: str) -> InvalidContextError:
+    """`invalid context: NAME must ..., not VALUE; leave it out for the default`."""
+    value = getattr(ctx, f.name)
+    shown = f"a {type(value).__name__} value" if f.name in SECRET_FIELDS else _shown(value)
+    # None and factory defaults mean "from the environment": no single value to name.
+    default = "" if f.default in (MISSING, None) else f" {f.default!r}"
+    return InvalidContextError(f"invalid context: {f.name} {rule}, not {shown}; "
+                               f"leave it out for the default{default}")
+
+
+def _shown(value: object, limit: int = 40) -> str:
+    """repr(value), shortened: one line however long the value."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit - 5]}...{text[-2:]}"
 
 
 def first_attempt(runtime: Runtime[Any] | None) -> bool:

@@ -8,12 +8,16 @@ the summary cache keys on it, so there must be only one definition.
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import os
 import re
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from scholarflow.cli_text import safe_text, undecodable
 from scholarflow.errors import InputError
 
 __all__ = [
@@ -26,6 +30,7 @@ __all__ = [
     "is_pdf",
     "load_document_file",
     "read_document_bytes",
+    "too_large",
 ]
 
 DOC_ID_LENGTH = 16
@@ -33,6 +38,7 @@ MAX_TITLE_CHARS = 120
 # Binary sniffing looks at the start only: enough to recognise a binary format
 # without scanning a large file twice.
 _SNIFF_BYTES = 8192
+_PDF_BYTES_PER_TEXT_BYTE = 5
 # Text never has this many control characters; binary formats usually do.
 _MAX_CONTROL_RATIO = 0.10
 # Control bytes that do occur in real text files (tab, newlines, form feed,
@@ -72,7 +78,7 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def load_document_file(path: str | Path) -> Document:
+def load_document_file(path: str | Path, *, max_bytes: int | None = None) -> Document:
     """Read a PDF, Markdown or text file into a `Document`, or raise `DocumentError`.
 
     The document is to be given directly (`--file`): a PDF's text keeps its
@@ -81,7 +87,10 @@ def load_document_file(path: str | Path) -> Document:
     request carries.
     """
     shown = str(path)
-    raw = read_document_bytes(path)
+    # `max_bytes` bounds text; a PDF's bytes are mostly not text, so its file may be larger.
+    pdf_name = Path(path).suffix.lower() == ".pdf"
+    limit = max_bytes * _PDF_BYTES_PER_TEXT_BYTE if max_bytes and pdf_name else max_bytes
+    raw = read_document_bytes(path, max_bytes=limit)
     if is_pdf(path, raw):
         # Imported here: the extractor imports this module, and pypdf is only
         # worth loading when a PDF actually arrives.
@@ -91,20 +100,73 @@ def load_document_file(path: str | Path) -> Document:
     return document_from_bytes(raw, shown)
 
 
-def read_document_bytes(path: str | Path) -> bytes:
-    """The file's bytes, or `DocumentError` saying why they cannot be read."""
-    shown = str(path)
+def read_document_bytes(path: str | Path, *, max_bytes: int | None = None) -> bytes:
+    """The file's bytes, or `DocumentError` saying why they cannot be read and what to do.
+
+    Only a regular file is opened: a FIFO, device or socket would block the
+    read forever (or, like /dev/zero, never end). `max_bytes` refuses a larger
+    file before reading it.
+    """
     file = Path(path).expanduser()
-    if file.is_dir():
+    shown = safe_text(path)
+    info = _stat(file, shown)
+    if stat.S_ISDIR(info.st_mode):
         raise DocumentError(f"{shown} is a directory; give a PDF, Markdown or text file")
+    if not stat.S_ISREG(info.st_mode):
+        raise DocumentError(f"{shown} is {_kind(info.st_mode)}, not a regular file; "
+                            "give a PDF, Markdown or text file")
+    if undecodable(str(path)) is not None:
+        raise DocumentError(f"the file name {shown} is not valid UTF-8; rename the file")
+    if max_bytes is not None and info.st_size > max_bytes:
+        raise DocumentError(too_large(shown, info.st_size, max_bytes))
     try:
         return file.read_bytes()  # one read; everything after works on these bytes
-    except (FileNotFoundError, NotADirectoryError):
-        raise DocumentError(f"no such file: {shown}") from None
-    except PermissionError:
-        raise DocumentError(f"cannot read {shown}: permission denied") from None
     except OSError as exc:
-        raise DocumentError(f"cannot read {shown}: {exc.strerror or exc}") from None
+        raise DocumentError(_os_error(exc, file, shown)) from None
+
+
+def too_large(shown: str, size: int, limit: int) -> str:
+    """The error for a document given directly that is over `limit` bytes of text."""
+    return (f"{shown} is {size / 1e6:.1f} MB, over the {limit // 1_000_000} MB limit for a "
+            f"file given directly; ingest it into a knowledge base with `scholarflow ingest "
+            f"FILE --kb NAME` and ask with --kb NAME")
+
+
+def _stat(file: Path, shown: str) -> os.stat_result:
+    """`os.stat` (symlinks followed) without opening the file; errors say what to do."""
+    try:
+        return os.stat(file)
+    except OSError as exc:
+        raise DocumentError(_os_error(exc, file, shown)) from None
+    except ValueError:  # an embedded NUL byte: no file can have that name
+        raise DocumentError(f"no such file: {shown}; check the path") from None
+
+
+def _os_error(exc: OSError, file: Path, shown: str) -> str:
+    code = exc.errno
+    if code in (errno.ENOENT, errno.ENOTDIR):
+        if os.path.islink(file):
+            return (f"{shown} is a symlink to {safe_text(os.readlink(file))}, which does not "
+                    "exist; fix or remove the link")
+        return f"no such file: {shown}; check the path"
+    if code in (errno.EACCES, errno.EPERM):
+        return f"cannot read {shown}: permission denied; check its permissions"
+    if code == errno.ELOOP:
+        return f"cannot read {shown}: symlink loop; fix the link so it ends at a file"
+    if code == errno.ENAMETOOLONG:
+        return (f"cannot read {shown[:80]}...: the file name is too long for the file "
+                "system; rename the file or give a shorter path")
+    return f"cannot read {shown}: {exc.strerror or exc}; check the file and try again"
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "a special file"
 
 
 def is_pdf(path: str | Path, raw: bytes) -> bool:

@@ -45,3 +45,22 @@ class RateLimitedLLMError(RetryableLLMError):
     def __init__(self, message: str, *, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after  # seconds the server asked to wait, if it said
+
+
+class InternalError(ScholarflowError):
+    """A node failed with an exception of no scholarflow type (a bug or a library's error):
+    re-raised as this, one scrubbed line, so no secret it quoted is stored."""
+
+
+class CorruptDataError(ConfigurationError):
+    """A file scholarflow keeps its data in is unreadable; the message names it and says
+    how to move it aside (nothing is deleted or overwritten)."""
+
+
+class InvalidRequestError(InputError, ValueError):
+    """A request its schema refuses (a field's name, type or value), before any run.
+    A ValueError too: LangGraph server shows a ValueError's message and hides others'."""
+
+
+class InvalidContextError(ConfigurationError, ValueError):
+    """A run context with an unknown field or a wrong value; a ValueError for the same reason."""

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
+
 from scholarflow import Context
+from scholarflow.budget import TRUNCATION_MARK, cap_tokens, check_budget
+from scholarflow.errors import ConfigurationError, InputError
 from scholarflow.nodes.packing import pack_groups
 from scholarflow.testing import FakeOpenAIServer
-from scholarflow.tokens import count_message_tokens
+from scholarflow.tokens import count_message_tokens, count_tokens
 from tests.conftest import SUMMARY_RULE, paper, run_graph
 
 
@@ -77,3 +81,25 @@ async def test_full_content_prompt_fits_with_a_long_history(fake_llm: FakeOpenAI
                               "content": paper("en_sparse_attention.md")}, ctx)
     limit = ctx.max_context_tokens - ctx.reserved_answer_tokens
     assert max(_prompt_tokens(r) for r in fake_llm.stats().requests) <= limit
+
+
+def test_cap_tokens_stays_within_the_limit_and_marks_the_cut() -> None:
+    text = " ".join(f"word{i}" for i in range(5000)) + " 学习率" * 500
+    for limit in (1, 10, 257, 4000):
+        head = cap_tokens(text, limit)
+        tail = cap_tokens(text, limit, keep_end=True)
+        assert count_tokens(head) <= limit and count_tokens(tail) <= limit
+    assert cap_tokens(text, 100).endswith(TRUNCATION_MARK)
+    assert cap_tokens(text, 100, keep_end=True).endswith("学习率")
+    assert cap_tokens("short", 100) == "short" and cap_tokens(text, 0) == ""
+
+
+def test_check_budget_names_the_settings_and_the_fix() -> None:
+    with pytest.raises(ConfigurationError, match=r"max_context_tokens=4096 leaves no room .* "
+                                                 r"reserved_answer_tokens=8000 .* raise "
+                                                 r"max_context_tokens to at least 10256"):
+        check_budget(Context(max_context_tokens=4096), query_tokens=5)
+    with pytest.raises(InputError, match="question is too long: 200000 tokens, and at most "
+                                         "117744 fit"):
+        check_budget(Context(), query_tokens=200_000)
+    check_budget(Context(), query_tokens=117_744)

@@ -174,9 +174,9 @@ def test_bad_files_among_good_ones(llm_server: FakeOpenAIServer, tmp_path: Path)
         f"error: {empty} is empty; give a file with some text",
         errors[1],
         f"error: {locked} is encrypted; decrypt it first",
-        f"error: no such file: {missing}",
+        f"error: no such file: {missing}; check the path",
     ], result.describe()
-    assert errors[1].startswith(f"error: {cut} is not a readable PDF: ")
+    assert errors[1].startswith(f"error: {cut} is not a readable PDF (")
 
     found = hits(run(["search", "training sequences GPUs", "--kb", "mixed"], env))
     assert found[0]["title"] == "Sparse Attention on Papers"

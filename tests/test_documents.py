@@ -108,9 +108,9 @@ def test_pdf_by_suffix_and_by_content(tmp_path: Path) -> None:
     assert load_document_file(write(tmp_path, "disguised.txt", data)).doc_id == doc.doc_id
 
     broken = write(tmp_path, "broken.pdf", b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n")
-    assert error_of(broken).startswith(f"{broken} is not a readable PDF: ")
+    assert error_of(broken).startswith(f"{broken} is not a readable PDF (")
     disguised = write(tmp_path, "broken.txt", b"%PDF-1.4\nstream\x00\x01")
-    assert error_of(disguised).startswith(f"{disguised} is not a readable PDF: ")
+    assert error_of(disguised).startswith(f"{disguised} is not a readable PDF (")
 
 
 def test_encrypted_pdf(tmp_path: Path) -> None:
@@ -122,7 +122,7 @@ def test_encrypted_pdf(tmp_path: Path) -> None:
 
 def test_missing_pdf_says_missing(tmp_path: Path) -> None:
     path = tmp_path / "nope.pdf"
-    assert error_of(path) == f"no such file: {path}"
+    assert error_of(path) == f"no such file: {path}; check the path"
 
 
 @pytest.mark.parametrize("data", [b"", b"   \n\t\r\n  "])
@@ -133,7 +133,7 @@ def test_empty_file(tmp_path: Path, data: bytes) -> None:
 
 def test_missing_file(tmp_path: Path) -> None:
     path = tmp_path / "missing.md"
-    assert error_of(path) == f"no such file: {path}"
+    assert error_of(path) == f"no such file: {path}; check the path"
     assert error_of(tmp_path / "missing.md" / "below.md").startswith("no such file:")
 
 
@@ -148,7 +148,7 @@ def test_unreadable_file(tmp_path: Path) -> None:
     try:
         if os.access(path, os.R_OK):
             pytest.skip("running with privileges that read any file (root)")
-        assert error_of(path) == f"cannot read {path}: permission denied"
+        assert error_of(path) == f"cannot read {path}: permission denied; check its permissions"
     finally:
         path.chmod(0o600)
 
@@ -161,7 +161,7 @@ def test_permission_denied_message(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         raise PermissionError(13, "Permission denied", str(self))
 
     monkeypatch.setattr(Path, "read_bytes", deny)
-    assert error_of(path) == f"cannot read {path}: permission denied"
+    assert error_of(path) == f"cannot read {path}: permission denied; check its permissions"
 
 
 def test_not_utf8(tmp_path: Path) -> None:

@@ -6,7 +6,6 @@ import io
 import itertools
 import re
 import sys
-import time
 import types
 from collections.abc import Sequence
 from pathlib import Path
@@ -161,7 +160,7 @@ def test_encrypted_pdf(tmp_path: Path) -> None:
 def test_corrupt_pdf(tmp_path: Path, keep: float) -> None:
     data = make_pdf([PAGE_1, PAGE_2])
     path = write(tmp_path, "cut.pdf", data[: int(len(data) * keep)])
-    with pytest.raises(DocumentError, match=re.escape(f"{path} is not a readable PDF: ")) as info:
+    with pytest.raises(DocumentError, match=re.escape(f"{path} is not a readable PDF (")) as info:
         extract_file(path)
     assert "\n" not in str(info.value)
 
@@ -303,16 +302,10 @@ def test_deterministic() -> None:
 
 
 @pytest.mark.skipif(not D2L.is_dir(), reason="the d2l corpus is not on this machine")
-def test_d2l_corpus_bounds_and_speed() -> None:
+def test_d2l_corpus_bounds() -> None:
+    # Speed is bench/recall_speed.py's to measure: a timed assertion fails on a busy machine.
     texts = [p.read_text(encoding="utf-8") for p in sorted(D2L.glob("*.md"))]
-    chunk_text(texts[0], "warm")  # the token table is built once per process
-    seconds = float("inf")
-    for _ in range(3):  # the best of three: a busy machine should not fail the suite
-        started = time.perf_counter()
-        results = [chunk_text(t, f"d{i}") for i, t in enumerate(texts)]
-        seconds = min(seconds, time.perf_counter() - started)
-    size = sum(len(t.encode()) for t in texts)
-    assert size / seconds > 2_000_000, f"{size / seconds / 1e6:.1f} MB/s"
+    results = [chunk_text(t, f"d{i}") for i, t in enumerate(texts)]
     for text, result in zip(texts, results, strict=True):
         assert result.tokens == count_tokens(text)
         for chunk in result.chunks:
@@ -333,7 +326,7 @@ async def test_ingest_files_added_unchanged_and_errors(tmp_path: Path) -> None:
     assert seen == [r.status for r in results] == [
         "added", "error", "added", "error", "added"]
     assert results[1].error == f"{files[1]} is empty; give a file with some text"
-    assert results[3].error == f"no such file: {files[3]}"
+    assert results[3].error == f"no such file: {files[3]}; check the path"
     good = results[0]
     stored = kb.docs[good.doc_id or ""]
     assert (stored.chunks, stored.tokens, stored.title) == (good.chunks, good.tokens, good.title)

@@ -99,7 +99,7 @@ async def test_persistent_500_ends_with_an_error_and_keeps_the_question(
     fake_llm.configure(fail_first_n=100, fail_status=500)
     out, events = await run_graph({"query": "What learning rate did they use?",
                                    "content": paper("en_sparse_attention.md")})
-    assert "failed (500)" in (out["error"] or "")
+    assert "failed with 500 after 4 attempts: the server is failing" in (out["error"] or "")
     assert fake_llm.stats().chat_calls == 4  # ERROR_RETRY.max_attempts (a 429 gets 8)
     assert [e["node"] for e in events if e["type"] == "node_error"] == ["answer_generation"]
     assert events[-1]["type"] == "error" and events[-1]["message"] == out["error"]

@@ -196,7 +196,7 @@ async def test_unreachable_postgres_in_the_graph_is_a_node_error(
     _out, events = await run_graph({"query": "hello"})
     message = PG_DOWN_LINE.removeprefix("error: ")
     assert [e for e in events if e["type"] == "node_error"] == [
-        {"type": "node_error", "node": "request_init", "error": message}]
+        {"type": "node_error", "node": "request_init", "error": message, "kind": "config"}]
     assert events[-1]["type"] == "error" and events[-1]["message"] == message
 
 

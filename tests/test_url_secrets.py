@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
@@ -161,3 +161,215 @@ def test_any_service_url_is_scrubbed_from_cli_lines_and_node_errors(
     assert cli.main(["search", "hello"]) != 0
     assert "Zz9Secret" not in capsys.readouterr().err
     assert "Zz9Secret" not in user_message("recall_step", RuntimeError(f"at {url}"))
+
+
+# --- one scrubbing of every error (scholarflow/scrub.py), the node guard, the endpoints -----
+
+def test_scrub_removes_every_kind_of_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    from urllib.parse import quote
+
+    from scholarflow.scrub import remember, scrub_secrets
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-envKey/with+odd=chars")
+    monkeypatch.setenv("SCHOLARFLOW_RERANK_API_KEY", "rerankKey123456")
+    monkeypatch.setenv("TAVILY_API_KEY", "tvly-Abcdef123456")
+    remember("ctxKeyNotInEnv99")
+    text = ("a http://u:PwAny1@other.host/v1 b redis://:PwRedis2@r:6379/0 c "
+            f"{quote('sk-envKey/with+odd=chars', safe='')} d rerankKey123456 e "
+            "tvly-Abcdef123456 f Bearer eyJhbGciOi.JIUzI1 g sk-proj-AAAAbbbbCCCC h "
+            "api_key=plainSecret77 i ctxKeyNotInEnv99 j sk-envKey/with+odd=chars")
+    out = scrub_secrets(text)
+    for secret in ("PwAny1", "PwRedis2", "envKey", "rerankKey123456", "Abcdef123456",
+                   "eyJhbGciOi", "AAAAbbbbCCCC", "plainSecret77", "ctxKeyNotInEnv99"):
+        assert secret not in out, out
+    assert "http://u:***@other.host/v1" in out and "Bearer ***" in out
+    # Ordinary words stay readable.
+    plain = "the model endpoint rejected the API key (401): check OPENAI_API_KEY"
+    assert scrub_secrets(plain) == plain
+
+
+def test_the_log_filter_scrubs_messages_and_tracebacks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import io
+    import logging
+
+    from scholarflow.scrub import ScrubFilter
+
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://u:LogSecret9@127.0.0.1:1/v1")
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    handler.addFilter(ScrubFilter())
+    log = logging.getLogger("scholarflow.test_scrub")
+    log.addHandler(handler)
+    try:
+        try:
+            raise RuntimeError("cannot connect to http://u:LogSecret9@127.0.0.1:1/v1")
+        except RuntimeError:
+            log.error("failed at %s", "http://u:LogSecret9@127.0.0.1:1/v1", exc_info=True)
+    finally:
+        log.removeHandler(handler)
+    text = out.getvalue()
+    assert "Traceback" in text and "RuntimeError" in text and "LogSecret9" not in text
+
+
+async def test_the_guard_keeps_the_type_and_drops_every_secret(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import inspect
+    import pickle
+
+    from langgraph.errors import GraphInterrupt
+
+    from scholarflow.errors import InternalError, RateLimitedLLMError
+    from scholarflow.graph.guard import guarded
+
+    url = "http://u:GuardPw77@127.0.0.1:1/v1"
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+
+    async def node(state: dict[str, Any], runtime: Any) -> dict[str, Any]:
+        try:
+            raise OSError(f"socket to {url}")
+        except OSError as exc:
+            raise RateLimitedLLMError(f"429 at {url}\nsecond line",
+                                      retry_after=3.0) from exc
+
+    wrapped = guarded("answer_generation", node)
+    assert inspect.signature(wrapped) == inspect.signature(node)  # LangGraph passes runtime
+    with pytest.raises(RateLimitedLLMError) as info:
+        await wrapped({}, runtime=None)
+    error = info.value
+    assert error.retry_after == 3.0 and "GuardPw77" not in repr(error)
+    assert error.__cause__ is None and error.__context__ is None
+    assert "\n" not in str(error) and "GuardPw77" not in str(pickle.loads(pickle.dumps(error)))
+
+    def foreign(state: dict[str, Any]) -> dict[str, Any]:
+        raise KeyError(f"no {url}")
+
+    with pytest.raises(InternalError) as internal:
+        guarded("plan_generation", foreign)({})
+    message = str(internal.value)
+    assert message.startswith("internal error in plan_generation: KeyError: ")
+    assert "GuardPw77" not in message and "SCHOLARFLOW_DEBUG=1" in message
+
+    def interrupts(state: dict[str, Any]) -> dict[str, Any]:
+        raise GraphInterrupt(())
+
+    with pytest.raises(GraphInterrupt):  # LangGraph's control flow passes untouched
+        guarded("request_init", interrupts)({})
+
+
+async def test_a_stored_failure_holds_no_password(
+    fake_llm: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What LangGraph stores for a failed task (repr(exception) in the writes) and the run's
+    state: no password of the endpoint, no key; the retry policy still retried 4 times."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from scholarflow import build_graph
+    from scholarflow.context import Context
+
+    key = "sk-context-only-" + "k" * 20
+    base = fake_llm.base_url.replace("http://", "http://user:StoredPw55@")
+    monkeypatch.setenv("OPENAI_BASE_URL", base)
+    fake_llm.configure(fail_first_n=100, fail_status=500)
+    saver = InMemorySaver()
+    graph = build_graph(checkpointer=saver)
+    config: Any = {"configurable": {"thread_id": "t1"}}
+    out = await graph.ainvoke({"query": "hello there"}, config,
+                              context=Context(openai_api_key=key))
+    assert fake_llm.stats().chat_calls == 4
+    assert out["error"].startswith("the model endpoint http://user:***@127.0.0.1:")
+    assert "after 4 attempts: the server is failing; try again later" in out["error"]
+    stored = repr(saver.storage) + repr(saver.writes) + repr(saver.blobs)
+    assert "RetryableLLMError" in stored  # the failed task's exception is there, scrubbed
+    assert "StoredPw55" not in stored and key not in stored
+
+
+def _status_error(status: int, body: str = "boom") -> Exception:
+    import openai
+
+    request = httpx.Request("POST", "http://h/v1/chat/completions")
+    response = httpx.Response(status, request=request, headers={"retry-after": "0"})
+    cls = {401: openai.AuthenticationError, 404: openai.NotFoundError,
+           429: openai.RateLimitError, 400: openai.BadRequestError}.get(
+        status, openai.InternalServerError)
+    return cls(body, response=cast(Any, response), body=None)  # openai types another httpx
+
+
+@pytest.mark.parametrize(("exc", "expected"), [
+    (_status_error(500), "failed with 500 after 4 attempts: the server is failing; try again "
+                         "later or check its logs"),
+    (_status_error(429), "kept rate limiting (429) after 4 attempts: lower "
+                         "SCHOLARFLOW_MAX_CONCURRENT_LLM_CALLS or wait and retry"),
+    (httpx.ReadTimeout("slow"),
+     "did not answer within 120 s after 4 attempts: raise SCHOLARFLOW_LLM_TIMEOUT "
+     "(llm_timeout_seconds) or check the server"),
+    (httpx.ConnectError("refused"), "after 4 attempts: check OPENAI_BASE_URL and that the "
+                                    "server is running"),
+    (_status_error(401), "rejected the API key (401): check OPENAI_API_KEY"),
+    (_status_error(404), "(404): check SCHOLARFLOW_MODEL"),
+    (_status_error(400, "echoed sk-echoedKEY123456 back"), "check SCHOLARFLOW_MODEL"),
+])
+def test_each_endpoint_error_names_the_fix_without_the_password(
+    exc: Exception, expected: str,
+) -> None:
+    from scholarflow.llm import translate_api_error
+
+    error = translate_api_error(
+        exc, kind="model", model="m", model_env="SCHOLARFLOW_MODEL",
+        base_url="http://user:TransPw42@host:8000/v1", timeout=120,
+        timeout_setting="SCHOLARFLOW_LLM_TIMEOUT (llm_timeout_seconds)", attempts=4)
+    message = str(error)
+    assert expected in message, message
+    assert "http://user:***@host:8000/v1" in message and "TransPw42" not in message
+    assert "echoedKEY123456" not in message
+
+
+@pytest.mark.parametrize("url", ["not a url", "http://127.0.0.1:99999/v1", "ftp://x",
+                                 "http://u:BadUrlPw1@h:99999/v1", "http://:8000/v1"])
+def test_a_bad_endpoint_is_refused_once_naming_the_setting(
+    url: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from scholarflow.context import Context
+
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    with pytest.raises(ConfigurationError) as from_env:
+        Context()
+    assert str(from_env.value).startswith("OPENAI_BASE_URL=")
+    assert "e.g. http://localhost:8000/v1" in str(from_env.value)
+    assert "BadUrlPw1" not in str(from_env.value)
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    with pytest.raises(ConfigurationError, match=r"^openai_api_base="):
+        Context(openai_api_base=url)
+    monkeypatch.setenv("SCHOLARFLOW_EMBEDDING_MODEL", "e")
+    monkeypatch.setenv("SCHOLARFLOW_EMBEDDING_BASE_URL", url)
+    with pytest.raises(ConfigurationError, match=r"^SCHOLARFLOW_EMBEDDING_BASE_URL="):
+        Context()
+
+
+async def test_a_home_that_is_a_file_and_damaged_databases_are_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from scholarflow.errors import CorruptDataError
+    from scholarflow.sessions.paths import home_dir
+    from scholarflow.sessions.sqlite import SqliteSessionStore
+
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
+    for home, expected in ((blocker, "is a file, not a folder"),
+                           (blocker / "sub", f"is inside {blocker}, which is a file")):
+        monkeypatch.setenv("SCHOLARFLOW_HOME", str(home))
+        with pytest.raises(ConfigurationError, match=r"^SCHOLARFLOW_HOME=") as info:
+            home_dir()
+        assert expected in str(info.value) and "point SCHOLARFLOW_HOME at a folder" in str(
+            info.value)
+    garbage = bytes(range(256)) * 20
+    damaged = tmp_path / "scholarflow.db"
+    damaged.write_bytes(garbage)
+    store = SqliteSessionStore(damaged)
+    with pytest.raises(CorruptDataError) as corrupt:
+        await store.list()
+    await store.close()
+    assert str(damaged) in str(corrupt.value) and "move it aside" in str(corrupt.value)
+    assert damaged.read_bytes() == garbage  # never deleted nor overwritten

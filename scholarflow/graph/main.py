@@ -9,8 +9,10 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from scholarflow.context import Context
+from scholarflow.graph.guard import guarded
 from scholarflow.graph.recall import build_execution_graph
 from scholarflow.graph.summary import build_summary_graph
+from scholarflow.graph.validated import validated
 from scholarflow.llm import LLM_RETRY
 from scholarflow.nodes.answer import answer_generation
 from scholarflow.nodes.chat import simple_interaction
@@ -42,21 +44,27 @@ def build_graph(
     builder = StateGraph(
         State, context_schema=context_schema, input_schema=InputState, output_schema=OutputState
     )
+    # Every node is guarded: what it raises is stored (repr) and logged by LangGraph,
+    # so it leaves the node as one scrubbed line of the same type (graph/guard.py).
     # A failing node reports node_error and the run still saves the user's message.
     # (LangGraph injects NodeError by annotation; its node protocols don't model that.)
     builder.set_node_defaults(error_handler=cast(Any, handle_node_error))
 
-    builder.add_node("request_init", request_init)
-    builder.add_node("document_check", document_check)
-    builder.add_node("intent_recognition", intent_recognition)
-    builder.add_node("strategy_selection", strategy_selection)
+    builder.add_node("request_init", guarded("request_init", request_init))
+    builder.add_node("document_check", guarded("document_check", document_check))
+    builder.add_node("intent_recognition", guarded("intent_recognition", intent_recognition))
+    builder.add_node("strategy_selection", guarded("strategy_selection", strategy_selection))
     builder.add_node("document_summary", build_summary_graph())
-    builder.add_node("sub_question_generation", sub_question_generation, retry_policy=LLM_RETRY)
-    builder.add_node("plan_generation", plan_generation)
+    builder.add_node("sub_question_generation",
+                     guarded("sub_question_generation", sub_question_generation),
+                     retry_policy=LLM_RETRY)
+    builder.add_node("plan_generation", guarded("plan_generation", plan_generation))
     builder.add_node("execution", build_execution_graph())
-    builder.add_node("answer_generation", answer_generation, retry_policy=LLM_RETRY)
-    builder.add_node("simple_interaction", simple_interaction, retry_policy=LLM_RETRY)
-    builder.add_node("session_save", session_save)
+    builder.add_node("answer_generation", guarded("answer_generation", answer_generation),
+                     retry_policy=LLM_RETRY)
+    builder.add_node("simple_interaction", guarded("simple_interaction", simple_interaction),
+                     retry_policy=LLM_RETRY)
+    builder.add_node("session_save", guarded("session_save", session_save))
 
     builder.add_edge(START, "request_init")
     builder.add_edge("request_init", "document_check")
@@ -70,4 +78,4 @@ def build_graph(
     builder.add_edge("answer_generation", "session_save")
     builder.add_edge("simple_interaction", "session_save")
     builder.add_edge("session_save", END)
-    return builder.compile(checkpointer=checkpointer, name="scholarflow")
+    return validated(builder.compile(checkpointer=checkpointer, name="scholarflow"))

@@ -8,6 +8,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from scholarflow.context import Context
+from scholarflow.graph.guard import guarded
 from scholarflow.nodes.recall import (
     ExecutionInput,
     ExecutionOutput,
@@ -26,13 +27,13 @@ def build_execution_graph() -> CompiledStateGraph[
 ]:
     builder = StateGraph(ExecutionState, context_schema=Context,
                          input_schema=ExecutionInput, output_schema=ExecutionOutput)
-    builder.add_node("next_round", next_round)
+    builder.add_node("next_round", guarded("next_round", next_round))
     builder.add_node(  # type: ignore[call-overload]  # mypy can't match a Send target's input
-        "recall_step", recall_step, input_schema=RecallStepTask,
+        "recall_step", guarded("recall_step", recall_step), input_schema=RecallStepTask,
         # LangGraph injects NodeError by annotation; its node protocols don't model that.
         error_handler=cast(Any, recall_step_failed),
     )
-    builder.add_node("finish_execution", finish_execution)
+    builder.add_node("finish_execution", guarded("finish_execution", finish_execution))
     builder.add_edge(START, "next_round")
     builder.add_conditional_edges("next_round", dispatch_steps, ["recall_step", "finish_execution"])
     builder.add_edge("recall_step", "next_round")

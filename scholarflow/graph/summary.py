@@ -8,6 +8,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from scholarflow.context import Context
+from scholarflow.graph.guard import guarded
 from scholarflow.llm import LLM_RETRY
 from scholarflow.nodes.summary import (
     SummaryInput,
@@ -26,15 +27,17 @@ def build_summary_graph() -> CompiledStateGraph[SummaryState, Context, SummaryIn
     builder = StateGraph(
         SummaryState, context_schema=Context, input_schema=SummaryInput, output_schema=SummaryOutput
     )
-    builder.add_node("load_cached_summaries", load_cached_summaries)
+    builder.add_node("load_cached_summaries",
+                     guarded("load_cached_summaries", load_cached_summaries))
     builder.add_node(  # type: ignore[call-overload]  # mypy can't match a Send target's input
-        "summarize_document", summarize_document, input_schema=DocSummaryTask,
+        "summarize_document", guarded("summarize_document", summarize_document),
+        input_schema=DocSummaryTask,
         retry_policy=LLM_RETRY,
         # LangGraph injects NodeError by annotation; its node protocols don't model that.
         error_handler=cast(Any, summary_failed),
     )
     builder.add_edge(START, "load_cached_summaries")
-    builder.add_node("collect_summaries", collect_summaries)
+    builder.add_node("collect_summaries", guarded("collect_summaries", collect_summaries))
     builder.add_conditional_edges(
         "load_cached_summaries", dispatch_summaries, ["summarize_document", "collect_summaries"]
     )

@@ -109,10 +109,12 @@ def extract_pdf(raw: bytes, shown: str) -> ExtractedDocument:
     except FileNotDecryptedError:
         raise DocumentError(f"{shown} is encrypted; decrypt it first") from None
     except Exception as exc:  # pypdf raises many types on damaged files; all mean the same
-        raise DocumentError(f"{shown} is not a readable PDF: {_reason(exc)}") from None
+        raise DocumentError(f"{shown} is not a readable PDF ({_reason(exc)}): re-export it "
+                            "as PDF, or give its text as a .txt or .md file") from None
 
     if not texts:
-        raise DocumentError(f"{shown} is a PDF without pages")
+        raise DocumentError(f"{shown} is a PDF without pages; re-export it, or give its text "
+                            "as a .txt or .md file")
     if not any(texts):
         raise DocumentError(
             f"{shown} has no extractable text (its {len(texts)} page(s) may be scanned "

@@ -9,12 +9,15 @@ overlaps with storing the current one (embedding, mostly).
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
+import stat
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from scholarflow.cli_text import has_surrogates, safe_text
 from scholarflow.documents import Document, DocumentError
 from scholarflow.ingest.chunking import ChunkedDocument, chunk_document
 from scholarflow.ingest.extract import (
@@ -35,7 +38,9 @@ __all__ = [
     "prepare_file",
 ]
 
-Status = Literal["added", "unchanged", "error"]
+# "skipped": a file in a folder that is no regular file or has a name that is not UTF-8;
+# a warning, not a failure: the folder's other files go in.
+Status = Literal["added", "unchanged", "error", "skipped"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,14 +51,14 @@ class IngestResult:
     title: str | None = None
     chunks: int = 0
     tokens: int = 0
-    error: str | None = None  # one line naming the file, when status is "error"
+    error: str | None = None  # one line naming the file, when status is "error" or "skipped"
 
     @property
     def ok(self) -> bool:
         return self.status != "error"
 
     def as_json(self) -> dict[str, Any]:
-        if not self.ok:
+        if self.status in ("error", "skipped"):
             return {"source": self.source, "status": self.status, "error": self.error}
         return {"doc_id": self.doc_id, "title": self.title, "chunks": self.chunks,
                 "tokens": self.tokens, "source": self.source, "status": self.status}
@@ -190,7 +195,8 @@ def collect_files(paths: Sequence[str | Path]) -> list[Path | IngestResult]:
     """Each path, or for a directory the supported files under it; errors for the rest.
 
     A file named directly is always tried (its content decides the format);
-    in a directory only PDF, Markdown and text files are picked, hidden ones skipped.
+    in a directory only PDF, Markdown and text files are picked, hidden ones left
+    out, and those that cannot be read safely are "skipped" results (see `_walk`).
     """
     out: list[Path | IngestResult] = []
     for raw in paths:
@@ -203,19 +209,44 @@ def collect_files(paths: Sequence[str | Path]) -> list[Path | IngestResult]:
             out.extend(found)
         else:
             out.append(IngestResult(str(raw), "error", error=(
-                f"{raw} holds no PDF, Markdown or text files "
-                f"({', '.join(sorted(SUPPORTED_SUFFIXES))})")))
+                f"{safe_text(raw)} holds no PDF, Markdown or text files "
+                f"({', '.join(sorted(SUPPORTED_SUFFIXES))}); give files, or a folder that "
+                "holds some")))
     return out
 
 
-def _walk(root: Path) -> list[Path]:
-    found: list[Path] = []
+def _walk(root: Path) -> list[Path | IngestResult]:
+    found: list[Path | IngestResult] = []
     for folder, dirs, names in os.walk(root):  # no symlinked folders: they can loop
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        found.extend(Path(folder) / name for name in sorted(names)
+        found.extend(_candidate(root, Path(folder) / name) for name in sorted(names)
                      if not name.startswith(".")
                      and Path(name).suffix.lower() in SUPPORTED_SUFFIXES)
     return found
+
+
+def _candidate(root: Path, path: Path) -> Path | IngestResult:
+    """`path`, or a "skipped" result when reading it could hang or its name cannot be stored.
+
+    Checked with `stat` (symlinks followed), never by opening: opening a FIFO
+    blocks until a writer comes, and /dev/zero never ends.
+    """
+    def skipped(why: str) -> IngestResult:
+        return IngestResult(str(path), "skipped", error=f"skipped {safe_text(path)}: {why}")
+
+    if has_surrogates(str(path.relative_to(root))):
+        return skipped("its name is not valid UTF-8; rename it to ingest it")
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return skipped("symlink loop; fix the link to ingest it")
+        if os.path.islink(path):
+            return skipped("a symlink to a missing file; fix or remove the link")
+        return path  # reading it reports the error
+    if not stat.S_ISREG(mode):
+        return skipped("not a regular file (a FIFO, device or socket); only files are read")
+    return path
 
 
 def _prepare_or_error(path: str | Path) -> Prepared | DocumentError:
@@ -245,4 +276,5 @@ async def _has_document(kb: KnowledgeBase, doc_id: str) -> bool:
 def _naming(source: str, error: DocumentError) -> str:
     """The error as one line that names the file."""
     message = " ".join(str(error).split())
-    return message if source in message else f"{source}: {message}"
+    shown = safe_text(source)
+    return message if shown in message or source in message else f"{shown}: {message}"

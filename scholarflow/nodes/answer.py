@@ -3,18 +3,26 @@
 No prompt ever exceeds the model's context minus the reserved answer tokens:
 the document of full_content was admitted against that budget, and summaries
 are packed into groups that each fit it, reported on in parallel, and merged.
+A question about documents is never answered from none of them: the best
+passage is cut to the room left rather than dropped, and a room under
+MIN_MATERIAL_TOKENS is an error naming max_context_tokens. Every merge round
+has fewer texts than the one before, within a bounded number of rounds.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 from typing import Any
 
 from langgraph.runtime import Runtime
 
 from scholarflow import llm
+from scholarflow.bounded import bounded_rounds, require_progress
+from scholarflow.budget import MIN_MATERIAL_TOKENS, prompt_budget
 from scholarflow.context import Context, first_attempt, get_context
-from scholarflow.errors import ScholarflowError
+from scholarflow.empty_answer import require_text
+from scholarflow.errors import ConfigurationError, ScholarflowError
 from scholarflow.events import Thinking, emit, node_complete
 from scholarflow.intents import Intent
 from scholarflow.language import answer_language
@@ -67,9 +75,12 @@ SUMMARY_PROMPTS: dict[Intent, tuple[PromptTemplate, PromptTemplate, PromptTempla
 }
 
 
-def prompt_budget(ctx: Context) -> int:
-    """The most tokens any one prompt may have."""
-    return ctx.max_context_tokens - ctx.reserved_answer_tokens
+# What the longest answer template and the passages' wrapper take, before any material.
+_TEMPLATE_TOKENS = max(
+    count_tokens(t.format(**dict.fromkeys(t.variables, "999")))
+    for t in [*DIRECT_PROMPTS.values(), *(t for ts in SUMMARY_PROMPTS.values() for t in ts)]
+) + count_tokens(CITED_MATERIAL_PROMPT.format(chunks=""))
+_JOIN_TOKENS = 2  # the blank line between two texts of one prompt
 
 
 class _Answerer:
@@ -80,8 +91,14 @@ class _Answerer:
         self.first_attempt = first_attempt
         self.query = state["query"]
         self.language = answer_language(self.query)
-        # History may take at most half the prompt: the documents matter more.
-        self.history = history_messages(state, "answer", prompt_budget(ctx) // 2)
+        # History may take at most half the prompt (the documents matter more), and
+        # never the minimum room the material needs.
+        history_room = min(
+            prompt_budget(ctx) // 2,
+            prompt_budget(ctx) - count_message_tokens([self.query]) - _TEMPLATE_TOKENS
+            - 2 * MESSAGE_OVERHEAD_TOKENS - MIN_MATERIAL_TOKENS,
+        )
+        self.history = history_messages(state, "answer", max(history_room, 0))
         self.thinking = Thinking(ctx.show_thinking, NODE)
         self.usage: list[LLMUsage] = []
 
@@ -95,6 +112,16 @@ class _Answerer:
         turns = [self.fill(template, "", **extra), self.query,
                  *(c for _, c in self.history if history)]
         return prompt_budget(self.ctx) - count_message_tokens(turns) - MESSAGE_OVERHEAD_TOKENS
+
+    def require_room(self, room: int, what: str) -> None:
+        """A question about documents is never answered from none of them."""
+        if room < MIN_MATERIAL_TOKENS:
+            raise ConfigurationError(
+                f"max_context_tokens={self.ctx.max_context_tokens} leaves {max(room, 0)} "
+                f"tokens for {what} once the question and reserved_answer_tokens="
+                f"{self.ctx.reserved_answer_tokens} are counted: raise max_context_tokens, "
+                "lower reserved_answer_tokens, or shorten the question"
+            )
 
     async def stream_answer(self, system: str, citations: CitationFilter | None = None) -> str:
         """Stream the answer; with `citations`, [n] naming no recalled chunk are dropped."""
@@ -116,7 +143,7 @@ class _Answerer:
             sent.append(rest)
             emit("answer_chunk", content=rest)
         self.usage.append(result.usage)
-        return "".join(sent)
+        return require_text(self.ctx, "".join(sent), first_attempt=self.first_attempt)
 
     async def from_chunks(self, state: State, intent: Intent) -> tuple[str, list[Source]]:
         numbered = number_chunks(state.get("recalled") or [])
@@ -127,11 +154,16 @@ class _Answerer:
             )
         template = DIRECT_PROMPTS[intent]
         room = self.room(template, True) - count_tokens(CITED_MATERIAL_PROMPT.format(chunks=""))
+        self.require_room(room, "the recalled passages")
         kept: list[RecalledChunkState] = []
         for chunk in numbered:  # best first, while they fit
-            room -= count_tokens(format_chunks([chunk]))
-            if room < 0:
+            cost = count_tokens(format_chunks([chunk])) + _JOIN_TOKENS
+            if cost > room:
+                if not kept:  # the best passage alone is too long: its beginning, cut to fit
+                    text = truncate(chunk["text"], room - (cost - count_tokens(chunk["text"])))
+                    kept.append({**chunk, "text": text})
                 break
+            room -= cost
             kept.append(chunk)
         self.thinking.say(f"Answering from the {len(kept)} best of {len(numbered)} passages.")
         citations = CitationFilter(range(1, len(kept) + 1))
@@ -141,10 +173,12 @@ class _Answerer:
 
     async def full_content(self, state: State, intent: Intent) -> str:
         template = DIRECT_PROMPTS[intent]
-        room = self.room(template, True)
         docs = state.get("documents") or []
         contents = state.get("document_contents") or {}
-        share = max(room // max(len(docs), 1), 0)
+        wrappers = [format_document(d["title"], d["doc_id"], "") for d in docs]
+        room = self.room(template, True) - count_message_tokens(wrappers)
+        share = room // max(len(docs), 1)
+        self.require_room(share, "each document")
         parts = []
         for doc in docs:
             text = contents[doc["doc_id"]]
@@ -163,21 +197,31 @@ class _Answerer:
         one, synthesis, merge = SUMMARY_PROMPTS[intent]
         items = [format_document(s["title"], s["doc_id"], s["summary"]) for s in ordered]
         final = one
-        while True:
+        # Each round at least halves the texts (group_reports), so log2(n) + 2 rounds suffice.
+        limit = math.ceil(math.log2(len(items))) + 2
+        for _ in bounded_rounds(limit, "merging the partial reports", fix=_MERGE_FIX):
             room = self.room(final, True)
-            groups = pack_groups([count_tokens(i) + 2 for i in items], room)
-            if len(groups) == 1:
-                return await self.stream_answer(self.fill(final, "\n\n".join(items)))
-            items = await self.group_reports(synthesis, items, groups)
+            self.require_room(room, "the document summaries")
+            if len(items) <= 2:  # a pair over the room: shortening both loses what a report would
+                items = _fit_pairs(items, room)
+            if len(_groups(items, room)) == 1:
+                material = "\n\n".join(items)
+                if len(items) == 1:  # one text over the room: its beginning
+                    material = truncate(material, room - _JOIN_TOKENS)
+                return await self.stream_answer(self.fill(final, material))
+            before = len(items)
+            items = await self.group_reports(synthesis, items)
+            require_progress(before, len(items), "merging the partial reports", fix=_MERGE_FIX)
             final = merge
+        raise AssertionError("unreachable: bounded_rounds raises when it runs out")
 
-    async def group_reports(
-        self, template: PromptTemplate, items: list[str], groups: list[list[int]]
-    ) -> list[str]:
+    async def group_reports(self, template: PromptTemplate, items: list[str]) -> list[str]:
+        """One partial report per group of texts that fits a prompt: fewer texts than before."""
         room = self.room(template, False, group="999", groups="999")
-        if len(groups) == len(items):  # every item alone: halve them so pairs fit
-            items = [truncate(i, room // 2) for i in items]
-            groups = pack_groups([count_tokens(i) + 2 for i in items], room)
+        self.require_room(room, "a group of summaries")
+        items = _fit_pairs(items, room)
+        groups = _groups(items, room)
+        require_progress(len(items), len(groups), "grouping the summaries", fix=_MERGE_FIX)
         self.thinking.say(
             f"{len(items)} texts are too long for one prompt: writing {len(groups)} "
             "partial reports in parallel, then merging them."
@@ -189,9 +233,30 @@ class _Answerer:
             result = await llm.complete(self.ctx, [("system", system), ("user", self.query)],
                                         node=NODE)
             self.usage.append(result.usage)
-            return f"<report part=\"{n}\">\n{result.text.strip()}\n</report>"
+            report = require_text(self.ctx, result.text, first_attempt=self.first_attempt,
+                                  what=f"partial report {n}")
+            return f"<report part=\"{n}\">\n{report.strip()}\n</report>"
 
         return list(await asyncio.gather(*(report(n, g) for n, g in enumerate(groups, 1))))
+
+
+def _groups(items: list[str], room: int) -> list[list[int]]:
+    return pack_groups([count_tokens(i) + _JOIN_TOKENS for i in items], room)
+
+
+def _fit_pairs(items: list[str], room: int) -> list[str]:
+    """`items`, or when no two share a prompt, each cut to half of it so pairs do.
+
+    Without this, texts that each fill a prompt give one report each, as long as
+    they were, and the merge never shrinks.
+    """
+    if len(items) < 2 or len(_groups(items, room)) < len(items):
+        return items
+    half = room // 2 - _JOIN_TOKENS - 2  # 2: a cut text may re-count a token longer
+    return [truncate(i, half) for i in items]
+
+
+_MERGE_FIX = "raise max_context_tokens, or ask about fewer documents at once"
 
 
 async def answer_generation(state: State, runtime: Runtime[Context]) -> dict[str, Any]:

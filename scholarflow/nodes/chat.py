@@ -7,7 +7,9 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from scholarflow import llm
+from scholarflow.budget import prompt_budget
 from scholarflow.context import Context, first_attempt, get_context
+from scholarflow.empty_answer import require_text
 from scholarflow.events import Thinking, emit, node_complete
 from scholarflow.language import answer_language, is_chinese
 from scholarflow.nodes.chat_web import WebMaterial, search_for_chat
@@ -26,14 +28,16 @@ async def simple_interaction(state: State, runtime: Runtime[Context]) -> dict[st
     thinking = Thinking(ctx.show_thinking, NODE)
     web: WebMaterial | None = None
     citations: CitationFilter | None = None
+    language = answer_language(query)
     if state.get("enable_web_search"):
-        web = await search_for_chat(ctx, query, thinking)
+        # The results may take what the question and instructions leave, less room for history.
+        bare = SIMPLE_INTERACTION_PROMPT.format(extra="", language=language)
+        left = prompt_budget(ctx) - count_message_tokens([bare, query])
+        web = await search_for_chat(ctx, query, thinking, max_tokens=left * 3 // 4)
         if web.results:
             citations = CitationFilter(range(1, len(web.results) + 1))
-    system = SIMPLE_INTERACTION_PROMPT.format(extra=web.prompt if web else "",
-                                              language=answer_language(query))
-    room = (ctx.max_context_tokens - ctx.reserved_answer_tokens
-            - count_message_tokens([system, query]))
+    system = SIMPLE_INTERACTION_PROMPT.format(extra=web.prompt if web else "", language=language)
+    room = prompt_budget(ctx) - count_message_tokens([system, query])
     prompt = [("system", system), *history_messages(state, "chat", room), ("user", query)]
     if first_attempt(runtime):  # a retry must not close the thinking block again
         thinking.end()
@@ -48,9 +52,10 @@ async def simple_interaction(state: State, runtime: Runtime[Context]) -> dict[st
 
     result = await llm.stream(ctx, prompt, node=NODE, on_text=send,
                               on_reasoning=thinking.stream)
-    update: dict[str, Any] = {"usage": [result.usage]}
     if citations is not None:
         send_raw(sent, citations.flush())
+    require_text(ctx, "".join(sent), first_attempt=first_attempt(runtime))
+    update: dict[str, Any] = {"usage": [result.usage]}
     if web is not None:
         cited = citations.cited if citations is not None else []
         # After the answer, not before: a retried call would otherwise repeat it.

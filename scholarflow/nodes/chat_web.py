@@ -7,6 +7,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from scholarflow.budget import cap_tokens
 from scholarflow.context import Context
 from scholarflow.errors import ScholarflowError
 from scholarflow.events import Thinking
@@ -19,6 +20,7 @@ from scholarflow.prompts import (
     WEB_SOURCES_NOTE,
 )
 from scholarflow.state import WebSource
+from scholarflow.tokens import count_tokens
 from scholarflow.tools.web_search import ENGINE_NAMES, SearchResult, web_search
 
 logger = logging.getLogger(__name__)
@@ -26,6 +28,8 @@ logger = logging.getLogger(__name__)
 # Result text may not contain anything that reads as a tag: "</web_results>" or
 # "<result n=9>" in a page would otherwise close the fence or forge a result.
 _NEUTRAL = str.maketrans({"<": "‹", ">": "›"})
+TITLE_TOKENS = 100  # of a result's title or URL
+RESULT_FRAME_TOKENS = 2 * TITLE_TOKENS + 20  # a result's tags, title and URL around its text
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,8 +57,12 @@ class WebMaterial:
                 for n, r in enumerate(self.results, 1)]
 
 
-async def search_for_chat(ctx: Context, query: str, thinking: Thinking) -> WebMaterial:
-    """Search the web for the chat; any failure gives material that says why, never raises."""
+async def search_for_chat(ctx: Context, query: str, thinking: Thinking,
+                          max_tokens: int | None = None) -> WebMaterial:
+    """Search the web for the chat; any failure gives material that says why, never raises.
+
+    With `max_tokens`, each result's text is cut to its share so the material fits.
+    """
     engine = ENGINE_NAMES.get(ctx.search_engine or "", str(ctx.search_engine))
     thinking.say(f"Searching the web with {engine}.")
     try:
@@ -65,9 +73,15 @@ async def search_for_chat(ctx: Context, query: str, thinking: Thinking) -> WebMa
     if not results:
         return _without(f"{engine} found nothing for this question", thinking)
     thinking.say(f"Found {len(results)} web results; answering from them.")
+    share = None
+    if max_tokens is not None:
+        frame = count_tokens(WEB_RESULTS_PROMPT.format(results=""))
+        share = max((max_tokens - frame) // len(results) - RESULT_FRAME_TOKENS, 0)
     items = "\n\n".join(
-        WEB_RESULT_ITEM.format(n=n, title=fence_safe(r.title), url=r.url,
-                               content=fence_safe(r.content))
+        WEB_RESULT_ITEM.format(n=n, title=fence_safe(cap_tokens(r.title, TITLE_TOKENS)),
+                               url=cap_tokens(r.url, TITLE_TOKENS),
+                               content=fence_safe(r.content if share is None
+                                                  else cap_tokens(r.content, share)))
         for n, r in enumerate(results, 1)
     )
     return WebMaterial(prompt=WEB_RESULTS_PROMPT.format(results=items), results=tuple(results))

@@ -7,25 +7,33 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from langgraph.runtime import Runtime
 
 from scholarflow import llm
+from scholarflow.bounded import LoopLimitError, bounded_rounds
+from scholarflow.budget import cap_tokens, prompt_budget
 from scholarflow.context import Context, get_context
 from scholarflow.errors import LLMError
 from scholarflow.events import Thinking, node_complete
 from scholarflow.intents import Intent
-from scholarflow.nodes.common import history_text
+from scholarflow.nodes.common import history_messages
 from scholarflow.nodes.intent_parse import parse_intent_reply
 from scholarflow.nodes.intent_rules import classify_by_rules
 from scholarflow.prompts import INTENT_RECOGNITION_PROMPT
+from scholarflow.sessions.history import Stage
 from scholarflow.state import DecidedBy, DocumentInfo, LLMUsage, State, Strategy
+from scholarflow.tokens import count_message_tokens, count_tokens
 
 logger = logging.getLogger(__name__)
 
 SUMMARY_INTENTS = frozenset({Intent.LITERATURE_SUMMARY, Intent.REVIEW_GENERATION})
+# However many retries the context asks for: each is a paid call that failed the same way.
+MAX_INTENT_ATTEMPTS = 10
+TITLE_TOKENS = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,11 +63,11 @@ async def recognise_intent(
         return IntentDecision(
             verdict.intent, verdict.confidence, "fallback", f"no LLM; {verdict.reason}"
         )
-    system = INTENT_RECOGNITION_PROMPT.format(
-        document_list=_document_list(documents or []), history=history
-    )
+    system = _intent_system(ctx, query, documents or [], history)
     usage: list[LLMUsage] = []
-    for attempt in range(1, ctx.max_intent_recognition_retries + 1):
+    attempts = bounded_rounds(min(ctx.max_intent_recognition_retries, MAX_INTENT_ATTEMPTS),
+                              "intent recognition")
+    for attempt in _until_exhausted(attempts):
         try:
             result = await llm.complete(
                 ctx, [("system", system), ("user", query)], node="intent_recognition"
@@ -83,10 +91,39 @@ async def recognise_intent(
     )
 
 
+def _until_exhausted(rounds: Iterator[int]) -> Iterator[int]:
+    """The rounds, ending quietly at the bound: running out of retries means the rules decide."""
+    try:
+        yield from rounds
+    except LoopLimitError:
+        return
+
+
+def _intent_system(ctx: Context, query: str, documents: list[DocumentInfo], history: str) -> str:
+    """The intent prompt within the prompt budget: titles and history are cut to fit."""
+    room = (prompt_budget(ctx) - count_message_tokens([query])
+            - count_message_tokens([INTENT_RECOGNITION_PROMPT.format(document_list="",
+                                                                     history="")]))
+    listing = cap_tokens(_document_list(documents), max(room // 2, 0))
+    room -= count_tokens(listing)
+    return INTENT_RECOGNITION_PROMPT.format(
+        document_list=listing, history=cap_tokens(history, room, keep_end=True) or "(none)"
+    )
+
+
+def history_within(state: State, stage: Stage, max_tokens: int) -> str:
+    """The stage's history as plain text, its newest messages within `max_tokens`."""
+    lines = [f"{role}: {content}"
+             for role, content in history_messages(state, stage, max(max_tokens, 0))]
+    return "\n".join(lines) if lines else "(none)"
+
+
 def _document_list(documents: list[DocumentInfo]) -> str:
     if not documents:
         return "(none)"
-    shown = [f"- {d['title']} ({d['tokens']} tokens)" for d in documents[:20]]
+    # A title is a line, not a document: a pathological one is cut.
+    shown = [f"- {cap_tokens(d['title'], TITLE_TOKENS)} ({d['tokens']} tokens)"
+             for d in documents[:20]]
     if len(documents) > 20:
         shown.append(f"- … and {len(documents) - 20} more")
     return "\n".join(shown)
@@ -108,7 +145,7 @@ async def intent_recognition(state: State, runtime: Runtime[Context]) -> dict[st
         state["query"],
         mode_type=state.get("mode_type"),
         documents=state.get("documents"),
-        history=history_text(state, "intent"),
+        history=history_within(state, "intent", prompt_budget(ctx) // 2),
     )
     Thinking(ctx.show_thinking, "intent_recognition").say(
         f"Intent: {decision.intent.value} (confidence {decision.confidence:.2f}, "

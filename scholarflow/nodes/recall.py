@@ -25,6 +25,7 @@ from langgraph.types import Command, Send
 from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12 (Studio schemas)
 
 from scholarflow import llm
+from scholarflow.budget import cap_tokens, prompt_budget
 from scholarflow.context import Context, get_context
 from scholarflow.errors import (
     ConfigurationError,
@@ -35,9 +36,8 @@ from scholarflow.errors import (
     ScholarflowError,
 )
 from scholarflow.events import Thinking, node_complete
-from scholarflow.nodes.common import history_text
 from scholarflow.nodes.errors import user_message
-from scholarflow.nodes.intent import SUMMARY_INTENTS
+from scholarflow.nodes.intent import SUMMARY_INTENTS, TITLE_TOKENS, history_within
 from scholarflow.prompts import KEY_CHUNK_QUERIES, SUB_QUESTION_GENERATION_PROMPT
 from scholarflow.state import (
     DocumentInfo,
@@ -47,6 +47,7 @@ from scholarflow.state import (
     State,
     SubQuestion,
 )
+from scholarflow.tokens import count_message_tokens, count_tokens
 from scholarflow.tools.kb import RecalledChunk, RecallParams, best_per_chunk
 from scholarflow.tools.recall import DIRECT_KB, prepare_recall, recall_scope, retriever_for
 
@@ -95,12 +96,7 @@ async def sub_question_generation(state: State, runtime: Runtime[Context]) -> di
     documents = state.get("documents") or []
     query = state["query"]
     thinking = Thinking(ctx.show_thinking, "sub_question_generation")
-    listing = "\n".join(f"- id {d['doc_id']}: {d['title']}"
-                        for d in documents[:MAX_LISTED_DOCUMENTS])
-    system = SUB_QUESTION_GENERATION_PROMPT.format(
-        max_questions=str(MAX_SUB_QUESTIONS), document_list=listing or "(the whole knowledge base)",
-        history=history_text(state, "planning"),
-    )
+    system = _planner_system(ctx, state, documents)
     usage = []
     try:
         result = await llm.complete(ctx, [("system", system), ("user", query)],
@@ -117,6 +113,21 @@ async def sub_question_generation(state: State, runtime: Runtime[Context]) -> di
         thinking.say(note)
     node_complete("sub_question_generation", count=len(questions))
     return {"sub_questions": questions, "usage": usage}
+
+
+def _planner_system(ctx: Context, state: State, documents: list[DocumentInfo]) -> str:
+    """The planner's prompt within the prompt budget: titles, then history, cut to fit."""
+    listing = "\n".join(f"- id {d['doc_id']}: {cap_tokens(d['title'], TITLE_TOKENS)}"
+                        for d in documents[:MAX_LISTED_DOCUMENTS])
+    empty = SUB_QUESTION_GENERATION_PROMPT.format(
+        max_questions=str(MAX_SUB_QUESTIONS), document_list="", history="")
+    room = prompt_budget(ctx) - count_message_tokens([empty, state["query"]])
+    listing = cap_tokens(listing, max(room // 2, 0))
+    room -= count_tokens(listing)
+    return SUB_QUESTION_GENERATION_PROMPT.format(
+        max_questions=str(MAX_SUB_QUESTIONS), document_list=listing or "(the whole knowledge base)",
+        history=history_within(state, "planning", room),
+    )
 
 
 def recall_questions(

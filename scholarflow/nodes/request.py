@@ -7,11 +7,13 @@ from typing import Any, Literal
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
+from scholarflow.budget import check_budget
 from scholarflow.context import Context, get_context
 from scholarflow.documents import Document, document_from_text, documents_from_mapping
 from scholarflow.errors import InputError
 from scholarflow.events import Thinking, node_complete
 from scholarflow.intents import Intent
+from scholarflow.request_schema import check_request_values
 from scholarflow.sessions.registry import session_store
 from scholarflow.state import DocumentInfo, HistoryMessage, State
 from scholarflow.tokens import available_tokens, count_tokens
@@ -51,16 +53,12 @@ def request_inputs_cleared() -> dict[str, Any]:
 
 
 def validate_request(state: State) -> str:
-    """The stripped question; raises InputError for what no node can work with."""
-    query = (state.get("query") or "").strip()
-    if not query:
-        raise InputError("the question is empty: ask something, e.g. 'summarize this paper'")
-    if mode := state.get("mode_type"):
-        try:
-            Intent.parse(mode)
-        except ValueError as exc:
-            raise InputError(f"invalid mode: {exc}") from None
-    return query
+    """The stripped question; raises InputError for what no node can work with.
+
+    The graph's entry checked the request already (graph/validated.py); this checks
+    the values again for a state that did not come through it (`Command(update=...)`).
+    """
+    return check_request_values(state)
 
 
 async def gather_documents(state: State) -> tuple[list[DocumentInfo], dict[str, str]]:
@@ -116,6 +114,9 @@ def fits_whole(ctx: Context, infos: list[DocumentInfo], budget: int) -> bool:
 async def request_init(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     ctx = get_context(runtime)
     query = validate_request(state)
+    query_tokens = count_tokens(query)
+    # Before any LLM call, and before a new session is created for a run that cannot go on.
+    check_budget(ctx, query_tokens=query_tokens)
     thinking = Thinking(ctx.show_thinking, "request_init")
     thinking.start()
 
@@ -130,7 +131,6 @@ async def request_init(state: State, runtime: Runtime[Context]) -> dict[str, Any
     session_tokens = sum(m.token_count for m in active)
 
     infos, contents = await gather_documents(state)
-    query_tokens = count_tokens(query)
     budget = document_budget(ctx, session_tokens=session_tokens, query_tokens=query_tokens)
     direct = fits_whole(ctx, infos, budget)
     if direct and infos[0]["doc_id"] not in contents:  # one stored document, read whole

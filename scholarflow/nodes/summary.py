@@ -17,19 +17,22 @@ from langgraph.types import Send
 from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12 (Studio schemas)
 
 from scholarflow import llm
-from scholarflow.context import Context, get_context
-from scholarflow.errors import NotSupportedError
+from scholarflow.budget import MIN_MATERIAL_TOKENS, cap_tokens, prompt_budget
+from scholarflow.context import Context, first_attempt, get_context
+from scholarflow.empty_answer import require_text
+from scholarflow.errors import ConfigurationError
 from scholarflow.events import Thinking, emit, node_complete
 from scholarflow.prompts import DOCUMENT_CONDENSED_SUMMARY_PROMPT
 from scholarflow.sessions.cache import summary_cache_key
 from scholarflow.sessions.registry import summary_cache
 from scholarflow.state import DocSummary, DocSummaryTask, DocumentInfo, LLMUsage, merge_summaries
-from scholarflow.tokens import count_tokens
+from scholarflow.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 from scholarflow.tools.recall import DEFAULT_KB, key_chunks_text, open_kb
 
 logger = logging.getLogger(__name__)
 
 SUMMARY_MAX_WORDS = 250
+TITLE_TOKENS = 100
 _PROMPT_OVERHEAD_TOKENS = count_tokens(
     DOCUMENT_CONDENSED_SUMMARY_PROMPT.format(max_words=SUMMARY_MAX_WORDS, title="", content="")
 )
@@ -102,7 +105,16 @@ def dispatch_summaries(state: SummaryState) -> list[Send] | str:
 async def summarize_document(task: DocSummaryTask, runtime: Runtime[Context]) -> dict[str, Any]:
     ctx = get_context(runtime)
     doc_id, title = task["doc_id"], task["title"]
-    limit = ctx.max_context_tokens - ctx.reserved_answer_tokens - _PROMPT_OVERHEAD_TOKENS
+    shown_title = cap_tokens(title, TITLE_TOKENS)  # a title is a line, not a document
+    limit = (prompt_budget(ctx) - _PROMPT_OVERHEAD_TOKENS - count_tokens(shown_title)
+             - MESSAGE_OVERHEAD_TOKENS)
+    if limit < MIN_MATERIAL_TOKENS:
+        raise ConfigurationError(
+            f"max_context_tokens={ctx.max_context_tokens} leaves {max(limit, 0)} tokens to "
+            f"summarise {title[:80]!r} after reserved_answer_tokens="
+            f"{ctx.reserved_answer_tokens}: raise max_context_tokens or lower "
+            "reserved_answer_tokens"
+        )
     emit("doc_summary_start", doc_id=doc_id, title=title)
     content = task["content"]
     if task["tokens"] > limit:  # too large to read whole: summarise its key chunks
@@ -110,16 +122,17 @@ async def summarize_document(task: DocSummaryTask, runtime: Runtime[Context]) ->
         Thinking(ctx.show_thinking, "summarize_document").say(
             f"{title!r} has {task['tokens']} tokens: summarising its key recalled passages."
         )
+        if not content.strip():  # no key chunk fits the window: the beginning, never nothing
+            content = cap_tokens(task["content"], limit)
     prompt = DOCUMENT_CONDENSED_SUMMARY_PROMPT.format(
-        max_words=SUMMARY_MAX_WORDS, title=title, content=content
+        max_words=SUMMARY_MAX_WORDS, title=shown_title, content=content
     )
     # Not streamed: ten summaries interleaving token by token read as noise, and
     # a streamed call costs several times the client CPU, which with 200
     # documents is what keeps the limiter's slots from staying busy.
     result = await llm.complete(ctx, [("user", prompt)], node="summarize_document")
-    summary = result.text.strip()
-    if not summary:
-        raise NotSupportedError(f"the model returned an empty summary for {title!r}")
+    summary = require_text(ctx, result.text, first_attempt=first_attempt(runtime),
+                           what=f"summary of {title[:80]!r}").strip()
     emit("doc_summary_chunk", doc_id=doc_id, content=summary)
     await summary_cache().set(summary_cache_key(doc_id, task["content_hash"]), summary)
     summary_tokens = count_tokens(summary)

@@ -27,7 +27,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
+from scholarflow.errors import CorruptDataError
 from scholarflow.sessions.models import Message, MessageType, SessionInfo, make_title
+from scholarflow.sessions.paths import ensure_folder
 from scholarflow.sessions.store import (
     ClosesOnExit,
     CompressionConflictError,
@@ -39,6 +41,9 @@ from scholarflow.sessions.store import (
 from scholarflow.tokens import count_message_tokens
 
 T = TypeVar("T")
+
+# Error codes of a file that is not a database or whose pages are damaged.
+DAMAGED_CODES = {sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT}
 
 BUSY_TIMEOUT_MS = 10_000
 
@@ -76,9 +81,10 @@ class SqliteDatabase:
     The schema is created when the connection opens. Also used by the summary cache.
     """
 
-    def __init__(self, path: Path, schema: str) -> None:
+    def __init__(self, path: Path, schema: str, *, remedy: str = "") -> None:
         self.path = Path(path)
         self._schema = schema
+        self._remedy = remedy  # what else to do once the damaged file is moved aside
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
 
@@ -89,7 +95,12 @@ class SqliteDatabase:
     def locked(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run `fn` with the connection in this thread; call only from a worker thread."""
         with self._lock:
-            return fn(self._connection())
+            try:
+                return fn(self._connection())
+            except sqlite3.DatabaseError as exc:
+                if getattr(exc, "sqlite_errorcode", None) not in DAMAGED_CODES:
+                    raise
+                raise damaged_file(self.path, exc, self._remedy) from None
 
     async def close(self) -> None:
         await asyncio.to_thread(self._close)
@@ -102,7 +113,7 @@ class SqliteDatabase:
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            ensure_folder(self.path.parent)
             # isolation_level=None: transactions are explicit (see `transaction`).
             conn = sqlite3.connect(
                 self.path,
@@ -124,6 +135,15 @@ class SqliteDatabase:
                 raise
             self._conn = conn
         return self._conn
+
+
+def damaged_file(path: Path, exc: BaseException, remedy: str = "") -> CorruptDataError:
+    """The error for a SQLite file that cannot be read: which file, and how to go on
+    without deleting it (it may be recovered: `sqlite3 FILE .recover`)."""
+    reason = " ".join(str(exc).split()) or type(exc).__name__
+    return CorruptDataError(
+        f"{path} is damaged or not a SQLite database ({reason}): move it aside (e.g. mv "
+        f"'{path}' '{path}.damaged') and run again (a new one is started){remedy}")
 
 
 @contextmanager

@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from scholarflow.endpoints import check_endpoint, embedding_base_url
 from scholarflow.errors import ConfigurationError, FatalLLMError
 
 Vectors = npt.NDArray[np.float32]
@@ -242,6 +243,7 @@ class OpenAIEmbedder:
         self._max_retries = max_retries
         self._dim = 0
         self._client: Any = None
+        self.url_env = BASE_URL_ENV  # which setting errors name for the endpoint
 
     @property
     def dim(self) -> int:
@@ -291,11 +293,17 @@ class OpenAIEmbedder:
         return vectors
 
     def _error(self, exc: Exception) -> Exception:
+        import openai
+
         from scholarflow.llm import translate_api_error
 
+        # The client retried what is worth retrying (429, 5xx, timeouts, connections).
+        retried = isinstance(exc, openai.RateLimitError | openai.APITimeoutError
+                             | openai.APIConnectionError | openai.InternalServerError)
         return translate_api_error(
             exc, kind="embedding model", model=self.model, model_env=MODEL_ENV,
-            base_url=self.base_url, timeout=self._timeout,
+            base_url=self.base_url, timeout=self._timeout, url_env=self.url_env,
+            attempts=self._max_retries + 1 if retried else 1,
         )
 
     @classmethod
@@ -303,22 +311,22 @@ class OpenAIEmbedder:
         model = model or os.environ.get(MODEL_ENV, "").strip()
         if not model:
             raise ConfigurationError(f"no embedding model configured: set {MODEL_ENV}")
-        base_url = (
-            os.environ.get(BASE_URL_ENV, "").strip()
-            or os.environ.get("OPENAI_BASE_URL", "").strip()
-            or None
-        )
+        base_url, url_env = embedding_base_url()
+        if base_url is not None:  # refused before any call: retrying cannot fix a bad URL
+            check_endpoint(base_url, url_env)
         batch = os.environ.get(BATCH_ENV, "").strip()
         try:
             batch_size = int(batch) if batch else REMOTE_BATCH
         except ValueError as exc:
             raise ConfigurationError(f"{BATCH_ENV} must be a whole number, not {batch!r}") from exc
-        return cls(
+        embedder = cls(
             model,
             base_url=base_url,
             api_key=os.environ.get("OPENAI_API_KEY") or None,
             batch_size=batch_size,
         )
+        embedder.url_env = url_env
+        return embedder
 
 
 def default_embedder() -> Embedder:

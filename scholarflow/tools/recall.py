@@ -3,6 +3,8 @@
 Documents given directly (`--file`, `content`, `document_contents`) that need
 recall are ingested into a scratch knowledge base, `_direct`, keyed by
 content hash, so asking again about the same file costs no re-indexing.
+The scratch knowledge base is a cache, bounded: when new documents would
+take it over `SCRATCH_MAX_BYTES` on disk, it is emptied first.
 A request with both searches both: the knowledge base and the scratch one.
 `SCHOLARFLOW_RECALL_API_URL` sends recall of stored documents to an external
 service instead.
@@ -10,8 +12,11 @@ service instead.
 
 from __future__ import annotations
 
+import asyncio
 import os
+import shutil
 from collections.abc import Collection, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scholarflow.context import Context
@@ -25,6 +30,11 @@ if TYPE_CHECKING:
 DEFAULT_KB = "default"
 DIRECT_KB = "_direct"
 RECALL_API_ENV = "SCHOLARFLOW_RECALL_API_URL"
+# Emptied whole, not per document: the index has no delete. Room for two of the
+# largest files `ask --file` takes (20 MB of text), or hundreds of papers.
+SCRATCH_MAX_BYTES = 256 * 1024 * 1024
+# Disk per byte of text indexed (text, chunks, terms, vectors): 5.7 measured on 5-19 MB.
+_DISK_PER_TEXT_BYTE = 6
 
 _tool_cache: RecallToolCache | None = None
 
@@ -63,13 +73,39 @@ async def prepare_recall(state: State) -> None:
 
 
 async def index_direct_documents(kb: KnowledgeBase, contents: dict[str, str]) -> None:
-    """Add the request's own documents to the scratch knowledge base (a no-op when there)."""
+    """Add the request's own documents to the scratch knowledge base (a no-op when there).
+
+    New documents that would take the scratch index over its bound empty it
+    first; the request's documents are then indexed again. (A run of another process
+    searching the scratch index at that moment keeps its open files.)
+    """
     from scholarflow.ingest.pipeline import add_document
 
     present = {d.doc_id for d in await kb.documents(list(contents))}
+    incoming = sum(len(contents[d]) for d in set(contents) - present)  # chars: near bytes
+    if incoming and await _over_bound(kb, incoming * _DISK_PER_TEXT_BYTE):
+        kb = await _emptied(kb)
+        present = set()
     for doc_id, text in contents.items():
         if doc_id not in present:
             await add_document(kb, document_from_text(text, doc_id=doc_id))
+
+
+async def _over_bound(kb: KnowledgeBase, adding: int) -> bool:
+    folder = getattr(kb, "folder", None)  # the embedded index; Elasticsearch bounds its own
+    return (kb.name == DIRECT_KB and isinstance(folder, Path)
+            and await asyncio.to_thread(_folder_bytes, folder) + adding > SCRATCH_MAX_BYTES)
+
+
+def _folder_bytes(folder: Path) -> int:
+    return sum(f.stat().st_size for f in folder.iterdir() if f.is_file())
+
+
+async def _emptied(kb: KnowledgeBase) -> KnowledgeBase:
+    folder = getattr(kb, "folder")  # noqa: B009 - checked by _over_bound
+    await kb.close()
+    await asyncio.to_thread(shutil.rmtree, folder, True)
+    return await open_kb(DIRECT_KB, create=True)  # the registry sees the file gone: a new one
 
 
 def recall_scope(

@@ -175,3 +175,57 @@ def assert_intact(seeded: Seeded) -> None:
     for key, value in before.items():
         if key.startswith("kb:"):
             assert now.get(key) == value, (key, now.get(key), value)
+
+
+# --- many cases at once, and what a success looks like ------------------------------------
+
+@dataclass(frozen=True)
+class Call:
+    """One `scholarflow` invocation for `run_many`."""
+
+    args: Sequence[str | bytes]
+    env: Mapping[str, str | bytes]
+    stdin: bytes = b""
+    timeout: float = TIMEOUT
+
+
+def run_many(calls: Sequence[Call], *, workers: int = 4) -> list[Result]:
+    """Independent invocations at once (each pays ~3 s of imports); results in order."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(calls)))) as pool:
+        return list(pool.map(lambda c: run(c.args, c.env, stdin=c.stdin, timeout=c.timeout),
+                             calls))
+
+
+def assert_clean_success(result: Result) -> None:
+    """Exit 0, no `error:` line, no traceback, nothing on stderr that drives a terminal."""
+    text = result.describe()
+    assert result.returncode == 0, text
+    assert not result.error_lines, text
+    assert "Traceback" not in result.stdout + result.stderr, text
+    assert_terminal_safe(result.raw_stderr)
+
+
+def assert_no_new_session(seeded: Seeded) -> None:
+    """A request rejected before its run left no session behind."""
+    assert fingerprint(seeded.home).get("sessions") == seeded.fingerprint["sessions"]
+
+
+def assert_knowledge_bases_intact(seeded: Seeded, *, sessions: bool = True) -> None:
+    """assert_intact for a case that damages a file on purpose (fingerprint() cannot read
+    it): the seeded knowledge bases as they were, and the sessions unless `sessions` is
+    False (their database is the damaged file)."""
+    if sessions:
+        db = seeded.home / "scholarflow.db"
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+            assert set(seeded.fingerprint["messages"]) <= set(conn.execute(
+                "SELECT session_id, type, content FROM session_messages"))
+    for key, value in seeded.fingerprint.items():
+        if not key.startswith("kb:"):
+            continue
+        index = seeded.home / "kb" / key.removeprefix("kb:") / "index.sqlite"
+        with sqlite3.connect(f"file:{index}?mode=ro", uri=True) as conn:
+            now = (sorted(conn.execute("SELECT doc_id FROM documents")),
+                   conn.execute("SELECT count(*) FROM chunks").fetchone())
+        assert now == value, (key, now, value)

@@ -79,6 +79,10 @@ class EmbedderMismatchError(ConfigurationError):
     """The knowledge base's vectors came from another embedding model."""
 
 
+def _remedy(name: str) -> str:
+    return f"; then ingest the documents of knowledge base {name!r} again"
+
+
 def kb_root() -> Path:
     return home_path() / "kb"
 
@@ -91,7 +95,7 @@ class EmbeddedKnowledgeBase:
         self.folder = folder
         self.embedder = embedder
         self._dim = dim  # None until the first document fixes it
-        self._db = SqliteDatabase(folder / DB_FILENAME, _SCHEMA)
+        self._db = SqliteDatabase(folder / DB_FILENAME, _SCHEMA, remedy=_remedy(name))
         self._snapshot: Snapshot | None = None
         self._seen_version: tuple[int, int] | None = None  # (data_version, own writes)
         self._writes = 0
@@ -114,7 +118,8 @@ class EmbeddedKnowledgeBase:
             raise KnowledgeBaseNotFoundError(
                 f"no knowledge base {name!r}; create one with `scholarflow ingest FILE --kb {name}`"
             )
-        db = SqliteDatabase(folder / DB_FILENAME, _SCHEMA)  # creates folder and schema
+        # Creates folder and schema; a damaged file is one error naming it.
+        db = SqliteDatabase(folder / DB_FILENAME, _SCHEMA, remedy=_remedy(name))
         try:
             meta = await db.run(_read_meta)
             if "embedder" not in meta:

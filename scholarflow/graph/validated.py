@@ -1,0 +1,61 @@
+"""The compiled graph, checking a new request and its context before LangGraph runs it.
+
+LangGraph has no hook for this: the START node keeps the keys that are input
+channels and drops the others (langgraph/graph/state.py, `attach_node(START)`),
+and nothing enforces a TypedDict's types, not even a pydantic input schema's for
+a dict input. Every way to run the graph goes through `stream` or `astream`:
+`invoke`/`ainvoke`, `astream_events` and LangGraph server (langgraph_api/stream.py
+calls `astream` or `astream_events` on a `copy()`, which keeps this class). So
+these two check the input first; `None` and `Command` (resuming a thread) pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
+from contextlib import aclosing, closing
+from typing import Any, cast
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Command
+
+from scholarflow.context import Context, as_context
+from scholarflow.request_schema import validate_request_input
+from scholarflow.state import InputState, OutputState, State
+
+
+class ValidatedGraph(CompiledStateGraph[State, Context, InputState, OutputState]):
+    """`CompiledStateGraph` whose runs start only from a valid request and context."""
+
+    def _checked(self, input: Any, kwargs: dict[str, Any]) -> Any:
+        """The input to run; InputError or ConfigurationError for what cannot run."""
+        if (context := kwargs.get("context")) is not None:
+            as_context(context, self.context_schema or Context)
+        if input is None or isinstance(input, Command):
+            return input  # resuming the thread's run, or a human-in-the-loop answer
+        return validate_request_input(input)
+
+    async def astream(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> AsyncIterator[Any]:
+        checked = self._checked(input, kwargs)
+        inner = cast(AsyncGenerator[Any, None], super().astream(checked, config, **kwargs))
+        async with aclosing(inner) as stream:  # closing ours closes LangGraph's run too
+            async for chunk in stream:
+                yield chunk
+
+    def stream(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> Iterator[Any]:
+        checked = self._checked(input, kwargs)
+        inner = cast(Generator[Any, None, None], super().stream(checked, config, **kwargs))
+        with closing(inner) as stream:
+            yield from stream
+
+
+def validated(graph: CompiledStateGraph[State, Context, InputState, OutputState]
+              ) -> ValidatedGraph:
+    """`graph`, checking its input. `StateGraph.compile()` builds its own class, so the
+    compiled graph takes this subclass, which adds methods and no state."""
+    graph.__class__ = ValidatedGraph
+    return cast(ValidatedGraph, graph)
