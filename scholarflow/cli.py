@@ -191,6 +191,7 @@ async def _route(args: argparse.Namespace) -> int:
 
 async def _sessions(args: argparse.Namespace) -> int:
     from scholarflow.checkpoints import delete_thread
+    from scholarflow.cli_session import forget_session_lock
     from scholarflow.cli_text import safe_json
     from scholarflow.sessions.registry import close_all, session_store
 
@@ -219,6 +220,7 @@ async def _sessions(args: argparse.Namespace) -> int:
         # can be run again; the other way round its thread would be left behind unlisted.
         await delete_thread(args.session_id)
         await store.delete(args.session_id)
+        forget_session_lock(args.session_id)
         print(json.dumps({"deleted": args.session_id}))
         return 0
     finally:

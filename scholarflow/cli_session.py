@@ -30,7 +30,8 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from scholarflow.checkpoints import thread_config
 from scholarflow.sessions.paths import home_dir
 
-__all__ = ["SessionBusyError", "compact_thread", "reclaim_space", "session_lock"]
+__all__ = ["SessionBusyError", "compact_thread", "forget_session_lock", "reclaim_space",
+           "session_lock"]
 
 _POLL_SECONDS = 0.1  # polled, not a blocking flock in a thread: Ctrl-C must stop the wait
 # Free pages left by compaction are reused by later runs; past this much, give them back.
@@ -47,10 +48,9 @@ async def session_lock(session_id: str, *, wait: bool,
                        on_wait: Callable[[], None] | None = None) -> AsyncIterator[None]:
     """Hold the session's run lock; when another process holds it, wait (`on_wait` is
     called once first) or raise SessionBusyError."""
-    folder = await asyncio.to_thread(lambda: home_dir() / "locks")
-    await asyncio.to_thread(folder.mkdir, exist_ok=True)
-    name = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-    fd = os.open(folder / f"{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    path = await asyncio.to_thread(_lock_path, session_id)
+    await asyncio.to_thread(path.parent.mkdir, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         told = False
         while not _try_lock(fd):
@@ -65,6 +65,16 @@ async def session_lock(session_id: str, *, wait: bool,
         yield
     finally:
         os.close(fd)  # closing releases the flock
+
+
+def _lock_path(session_id: str) -> Path:
+    name = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return home_dir() / "locks" / f"{name}.lock"
+
+
+def forget_session_lock(session_id: str) -> None:
+    """Remove a deleted session's lock file (a run that holds it keeps its open file)."""
+    _lock_path(session_id).unlink(missing_ok=True)
 
 
 def _try_lock(fd: int) -> bool:

@@ -138,7 +138,7 @@ def translate_error(exc: BaseException, ctx: Context) -> Exception:
         exc, kind="model", model=ctx.model_name or "", model_env="SCHOLARFLOW_MODEL",
         base_url=ctx.openai_api_base, timeout=ctx.llm_timeout_seconds,
         url_env=base_url_setting(ctx.openai_api_base),
-        timeout_setting=f"{LLM_TIMEOUT_ENV} (llm_timeout_seconds)",
+        timeout_setting=f"{LLM_TIMEOUT_ENV} (--llm-timeout, llm_timeout_seconds)",
     )
 
 

@@ -284,6 +284,8 @@ def test_sessions_delete_removes_the_threads_checkpoints(
     with sqlite3.connect(sqlite_home / CHECKPOINTS_FILENAME) as db:
         threads = {t for (t,) in db.execute("SELECT DISTINCT thread_id FROM checkpoints")}
     assert threads == {kept_id}  # the other session's thread stays
+    # Its run lock goes too; the other session's stays.
+    assert len(list((sqlite_home / "locks").glob("*.lock"))) == 1
     assert _pg_rows(pg_schema_url, thread_rows, pg_id, pg_id, pg_id) == [(0,)]
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import weakref
 from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -81,14 +82,27 @@ async def index_direct_documents(kb: KnowledgeBase, contents: dict[str, str]) ->
     """
     from scholarflow.ingest.pipeline import add_document
 
-    present = {d.doc_id for d in await kb.documents(list(contents))}
-    incoming = sum(len(contents[d]) for d in set(contents) - present)  # chars: near bytes
-    if incoming and await _over_bound(kb, incoming * _DISK_PER_TEXT_BYTE):
-        kb = await _emptied(kb)
-        present = set()
-    for doc_id, text in contents.items():
-        if doc_id not in present:
-            await add_document(kb, document_from_text(text, doc_id=doc_id))
+    # One indexing at a time in this process: parallel summaries of large documents
+    # would otherwise queue on SQLite's write lock, past its busy timeout under load,
+    # and the bound below must not be checked by two tasks at once.
+    async with _scratch_lock():
+        present = {d.doc_id for d in await kb.documents(list(contents))}
+        incoming = sum(len(contents[d]) for d in set(contents) - present)  # chars: near bytes
+        if incoming and await _over_bound(kb, incoming * _DISK_PER_TEXT_BYTE):
+            kb = await _emptied(kb)
+            present = set()
+        for doc_id, text in contents.items():
+            if doc_id not in present:
+                await add_document(kb, document_from_text(text, doc_id=doc_id))
+
+
+_SCRATCH_LOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+    weakref.WeakKeyDictionary())
+
+
+def _scratch_lock() -> asyncio.Lock:
+    """This event loop's lock on the scratch index (an asyncio.Lock serves one loop only)."""
+    return _SCRATCH_LOCKS.setdefault(asyncio.get_running_loop(), asyncio.Lock())
 
 
 async def _over_bound(kb: KnowledgeBase, adding: int) -> bool:
