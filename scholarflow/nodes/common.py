@@ -41,9 +41,11 @@ def history_messages(
     return summary + kept[::-1]
 
 
-def history_text(state: State, stage: Stage) -> str:
-    """The stage's history as plain text for a classification prompt."""
-    lines = [f"{role}: {content}" for role, content in history_messages(state, stage)]
+def history_text(state: State, stage: Stage, max_tokens: int | None = None) -> str:
+    """The stage's history as plain text for a classification or planning prompt; with
+    `max_tokens`, its newest messages within that many tokens."""
+    limit = None if max_tokens is None else max(max_tokens, 0)
+    lines = [f"{role}: {content}" for role, content in history_messages(state, stage, limit)]
     return "\n".join(lines) if lines else "(none)"
 
 

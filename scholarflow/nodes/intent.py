@@ -20,11 +20,10 @@ from scholarflow.context import Context, get_context
 from scholarflow.errors import LLMError
 from scholarflow.events import Thinking, node_complete
 from scholarflow.intents import Intent
-from scholarflow.nodes.common import history_messages
+from scholarflow.nodes.common import history_text
 from scholarflow.nodes.intent_parse import parse_intent_reply
 from scholarflow.nodes.intent_rules import classify_by_rules
 from scholarflow.prompts import INTENT_RECOGNITION_PROMPT
-from scholarflow.sessions.history import Stage
 from scholarflow.state import DecidedBy, DocumentInfo, LLMUsage, State, Strategy
 from scholarflow.tokens import count_message_tokens, count_tokens
 
@@ -111,13 +110,6 @@ def _intent_system(ctx: Context, query: str, documents: list[DocumentInfo], hist
     )
 
 
-def history_within(state: State, stage: Stage, max_tokens: int) -> str:
-    """The stage's history as plain text, its newest messages within `max_tokens`."""
-    lines = [f"{role}: {content}"
-             for role, content in history_messages(state, stage, max(max_tokens, 0))]
-    return "\n".join(lines) if lines else "(none)"
-
-
 def _document_list(documents: list[DocumentInfo]) -> str:
     if not documents:
         return "(none)"
@@ -145,7 +137,7 @@ async def intent_recognition(state: State, runtime: Runtime[Context]) -> dict[st
         state["query"],
         mode_type=state.get("mode_type"),
         documents=state.get("documents"),
-        history=history_within(state, "intent", prompt_budget(ctx) // 2),
+        history=history_text(state, "intent", prompt_budget(ctx) // 2),
     )
     Thinking(ctx.show_thinking, "intent_recognition").say(
         f"Intent: {decision.intent.value} (confidence {decision.confidence:.2f}, "

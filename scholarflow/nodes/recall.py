@@ -36,8 +36,9 @@ from scholarflow.errors import (
     ScholarflowError,
 )
 from scholarflow.events import Thinking, node_complete
+from scholarflow.nodes.common import history_text
 from scholarflow.nodes.errors import user_message
-from scholarflow.nodes.intent import SUMMARY_INTENTS, TITLE_TOKENS, history_within
+from scholarflow.nodes.intent import SUMMARY_INTENTS, TITLE_TOKENS
 from scholarflow.prompts import KEY_CHUNK_QUERIES, SUB_QUESTION_GENERATION_PROMPT
 from scholarflow.state import (
     DocumentInfo,
@@ -126,7 +127,7 @@ def _planner_system(ctx: Context, state: State, documents: list[DocumentInfo]) -
     room -= count_tokens(listing)
     return SUB_QUESTION_GENERATION_PROMPT.format(
         max_questions=str(MAX_SUB_QUESTIONS), document_list=listing or "(the whole knowledge base)",
-        history=history_within(state, "planning", room),
+        history=history_text(state, "planning", room),
     )
 
 
