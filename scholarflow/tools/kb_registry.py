@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import os
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -64,17 +65,32 @@ async def open_knowledge_base(
             _open_es[key] = es
         return es
     folder = (kb_root() / name).absolute()
-    cached = _open.get(folder)
-    if cached is not None and await asyncio.to_thread((folder / DB_FILENAME).is_file):
-        if embedder is not None and embedder.name != cached.embedder.name:
-            raise EmbedderMismatchError(
-                f"knowledge base {name!r} was built with embeddings {cached.embedder.name!r}, "
-                f"not {embedder.name!r}"
-            )
-        return cached
-    kb = await EmbeddedKnowledgeBase.open(name, create=create, embedder=embedder)
-    _open[folder] = kb
-    return kb
+    # One opening at a time: parallel tasks (summaries of large documents) opening the
+    # same new index would each create its file, and SQLite's switch to WAL fails
+    # ("database is locked") for all but one.
+    async with loop_lock():
+        cached = _open.get(folder)
+        if cached is not None and await asyncio.to_thread((folder / DB_FILENAME).is_file):
+            if embedder is not None and embedder.name != cached.embedder.name:
+                raise EmbedderMismatchError(
+                    f"knowledge base {name!r} was built with embeddings "
+                    f"{cached.embedder.name!r}, not {embedder.name!r}"
+                )
+            return cached
+        kb = await EmbeddedKnowledgeBase.open(name, create=create, embedder=embedder)
+        _open[folder] = kb
+        return kb
+
+
+_LOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Lock]] = (
+    weakref.WeakKeyDictionary())
+
+
+def loop_lock(name: str = "open") -> asyncio.Lock:
+    """This event loop's lock called `name` (an asyncio.Lock serves one loop only, and the
+    CLI's commands and the tests each run their own loop)."""
+    locks = _LOCKS.setdefault(asyncio.get_running_loop(), {})
+    return locks.setdefault(name, asyncio.Lock())
 
 
 async def list_knowledge_bases() -> list[str]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import weakref
 from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -81,11 +80,12 @@ async def index_direct_documents(kb: KnowledgeBase, contents: dict[str, str]) ->
     searching the scratch index at that moment keeps its open files.)
     """
     from scholarflow.ingest.pipeline import add_document
+    from scholarflow.tools.kb_registry import loop_lock
 
     # One indexing at a time in this process: parallel summaries of large documents
     # would otherwise queue on SQLite's write lock, past its busy timeout under load,
     # and the bound below must not be checked by two tasks at once.
-    async with _scratch_lock():
+    async with loop_lock("scratch-index"):
         present = {d.doc_id for d in await kb.documents(list(contents))}
         incoming = sum(len(contents[d]) for d in set(contents) - present)  # chars: near bytes
         if incoming and await _over_bound(kb, incoming * _DISK_PER_TEXT_BYTE):
@@ -95,14 +95,6 @@ async def index_direct_documents(kb: KnowledgeBase, contents: dict[str, str]) ->
             if doc_id not in present:
                 await add_document(kb, document_from_text(text, doc_id=doc_id))
 
-
-_SCRATCH_LOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
-    weakref.WeakKeyDictionary())
-
-
-def _scratch_lock() -> asyncio.Lock:
-    """This event loop's lock on the scratch index (an asyncio.Lock serves one loop only)."""
-    return _SCRATCH_LOCKS.setdefault(asyncio.get_running_loop(), asyncio.Lock())
 
 
 async def _over_bound(kb: KnowledgeBase, adding: int) -> bool:
