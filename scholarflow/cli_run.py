@@ -27,7 +27,6 @@ from scholarflow.cli_text import safe_text
 from scholarflow.context import Context
 from scholarflow.errors import InputError
 from scholarflow.graph import ScholarflowGraph, build_graph
-from scholarflow.nodes.request import request_inputs_cleared
 from scholarflow.sessions.registry import check_backends, close_all, session_store
 from scholarflow.state import InputState
 
@@ -68,8 +67,7 @@ async def ask(payload: dict[str, Any], ctx: Context, *, session: str | None,
                 await _require_session(session)
             else:
                 session = (await session_store().create()).session_id
-            # Every input is stated: the thread's last run left nothing this run should inherit.
-            request = {**request_inputs_cleared(), **payload, "session_id": session}
+            request = {**payload, "session_id": session}
             graph = build_graph(checkpointer=saver)
             config = thread_config(session)
             busy = (f"another run is in progress on session {session}; this question waits "

@@ -7,8 +7,11 @@ fatal for the node that raised it.
 from __future__ import annotations
 
 
-class ScholarflowError(Exception):
-    """An error whose message is meant for the person running scholarflow."""
+class ScholarflowError(RuntimeError):
+    """An error whose message is meant for the person running scholarflow.
+
+    A RuntimeError: LangGraph server shows the message of a RuntimeError (or ValueError)
+    in a failed run's error event and hides every other's; ours are one scrubbed line."""
 
 
 class InputError(ScholarflowError):

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Annotated, Any, NotRequired, cast, get_args, get_origin, get_type_hints
 
+from langgraph.channels.delta import DeltaChannel
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import ErrorDetails
 
@@ -35,6 +36,7 @@ _NO_SESSION = ("pass an id from `scholarflow sessions list`, or leave it out to 
 
 # field -> (what it must be, what to do): the words of each field's error.
 FIELD_HELP: dict[str, tuple[str, str]] = {
+    "messages": ("a list of messages", 'pass [{"type": "human", "content": "your question"}]'),
     "query": ("the question as a string",
               'pass {"query": "What learning rate did they use?"}'),
     "session_id": ("a session id (a string) or null", _NO_SESSION),
@@ -68,15 +70,21 @@ def validate_request_input(raw: object) -> InputState:
     return cast(InputState, dict(raw))
 
 
-def check_request_values(request: Mapping[str, Any]) -> str:
-    """What the types of a (type-checked) request do not say; returns the stripped query.
+def check_request_values(request: Mapping[str, Any]) -> str | None:
+    """What the types of a (type-checked) request do not say; returns the stripped query,
+    None when the question is the last of `messages` (request_init checks that one).
 
     Also request_init's defence in depth: a state that skipped the graph's entry
     (`Command(update=...)`) is checked again there.
     """
     query = request.get("query")
-    if not isinstance(query, str) or not query.strip():
-        raise _refused("query is empty; ask something, e.g. 'summarize this paper'")
+    if query is None and request.get("messages"):
+        query = None
+    elif not isinstance(query, str) or not query.strip():
+        raise _refused("query is empty; ask something, e.g. 'summarize this paper', or send "
+                       "it as a human message in messages")
+    else:
+        query = query.strip()
     if session_id := request.get("session_id"):
         try:
             check_session_id(session_id)
@@ -97,7 +105,7 @@ def check_request_values(request: Mapping[str, Any]) -> str:
         except ValueError:
             raise _refused(f"mode_type {_shown(mode)} is not an intent; use one of "
                            f"{_INTENTS}, or leave it out") from None
-    return query.strip()
+    return query
 
 
 def _check_ids(field: str, ids: list[Any]) -> None:
@@ -126,8 +134,9 @@ def _reducer_fields() -> frozenset[str]:
     for name, hint in get_type_hints(InputState, include_extras=True).items():
         while get_origin(hint) is NotRequired:
             hint = get_args(hint)[0]
-        # Annotated[T, Field(...)] only describes; Annotated[T, reducer] is a channel's reducer.
-        if get_origin(hint) is Annotated and any(callable(m) for m in hint.__metadata__):
+        # Annotated[T, Field(...)] only describes; a reducer (or a DeltaChannel's) coerces.
+        if get_origin(hint) is Annotated and any(
+                callable(m) or isinstance(m, DeltaChannel) for m in hint.__metadata__):
             found.add(name)
     return frozenset(found)
 

@@ -11,6 +11,10 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any, Literal, NotRequired
 
+from langchain_core.messages import AnyMessage
+from langgraph.channels import EphemeralValue
+from langgraph.channels.delta import DeltaChannel
+from langgraph.graph.message import _messages_delta_reducer
 from pydantic import Field
 
 # typing_extensions' TypedDict: on Python < 3.12 pydantic cannot build a JSON schema from
@@ -19,7 +23,6 @@ from typing_extensions import TypedDict
 
 Strategy = Literal["full_content", "multi_doc_summary", "chunk_recall"]
 DecidedBy = Literal["override", "rules", "llm", "fallback"]
-HistoryRole = Literal["USER", "ASSISTANT", "COMPRESSION"]
 
 
 def _doc(text: str) -> Any:
@@ -34,11 +37,6 @@ class DocumentInfo(TypedDict):
     title: str
     tokens: int
     content_hash: str
-
-
-class HistoryMessage(TypedDict):
-    type: HistoryRole
-    content: str
 
 
 class DocSummary(TypedDict):
@@ -123,31 +121,60 @@ def merge_summaries(
     return {**(left or {}), **(right or {})}
 
 
-class InputState(TypedDict):
-    """What a caller sends. Only `query` is required."""
+class SessionStats(TypedDict):
+    """The session (the thread) and its statistics (seed 004)."""
 
-    query: Annotated[str, _doc("The question or request.")]
-    session_id: NotRequired[Annotated[
-        str | None, _doc("Continue this session; empty starts a new one.")]]
-    kb: NotRequired[Annotated[str | None, _doc(
-        "Knowledge base to read documents from; without doc_ids, all of its documents.")]]
-    doc_ids: NotRequired[Annotated[list[str], _doc(
-        "Documents of the knowledge base (kb, else 'default') the question is about.")]]
-    content: NotRequired[Annotated[str | None, _doc("One document's text, given directly.")]]
-    document_contents: NotRequired[Annotated[
-        dict[str, str], _doc("Documents given directly, as {doc_id: text}.")]]
-    mode_type: NotRequired[Annotated[str | None, _doc(
+    session_id: str
+    title: str  # the first question, on one line
+    total_token_count: int  # active messages only: what the session costs in a prompt
+    message_count: int  # every message, compressed originals and summaries included
+    created_at: float
+    updated_at: float
+
+
+# The conversation. Its reducer is add_messages' batch form, in a DeltaChannel: each
+# checkpoint stores only the messages its step wrote, not the whole list again, so a
+# long session's checkpoints grow by the turn, not by the session (bench/checkpoint_growth.py).
+Messages = Annotated[list[AnyMessage], DeltaChannel(_messages_delta_reducer),
+                     _doc("The conversation: the questions (human) and answers (ai), and "
+                          "one system message per compression of older turns.")]
+
+
+def _run_input(kind: type[Any], text: str) -> Any:
+    """A field that belongs to one run: the first node sees it, then it is cleared, so a
+    later run on the thread never inherits it, whatever became of this one."""
+    return (EphemeralValue(kind), _doc(text))
+
+
+class InputState(TypedDict):
+    """What a caller sends: `messages` (a human message, as chat UIs send it) or `query`."""
+
+    messages: NotRequired[Messages]
+    query: NotRequired[Annotated[str, *_run_input(
+        str, "The question; else the last human message of `messages`.")]]
+    session_id: NotRequired[Annotated[str | None, *_run_input(
+        str, "The session: the thread's id by default; without a thread, a new one.")]]
+    kb: NotRequired[Annotated[str | None, *_run_input(str, (
+        "Knowledge base to read documents from; without doc_ids, all of its documents."))]]
+    doc_ids: NotRequired[Annotated[list[str], *_run_input(list, (
+        "Documents of the knowledge base (kb, else 'default') the question is about."))]]
+    content: NotRequired[Annotated[str | None, *_run_input(
+        str, "One document's text, given directly.")]]
+    document_contents: NotRequired[Annotated[dict[str, str], *_run_input(
+        dict, "Documents given directly, as {doc_id: text}.")]]
+    mode_type: NotRequired[Annotated[str | None, *_run_input(str, (
         "An intent that skips recognition: SIMPLE_INTERACTION, LITERATURE_SUMMARY, "
-        "REVIEW_GENERATION, PAPER_REVIEW or LITERATURE_QA.")]]
-    enable_web_search: NotRequired[Annotated[
-        bool, _doc("Chat may search the web (Tavily or Bocha).")]]
+        "REVIEW_GENERATION, PAPER_REVIEW or LITERATURE_QA."))]]
+    enable_web_search: NotRequired[Annotated[bool, *_run_input(
+        bool, "Chat may search the web (Tavily or Bocha).")]]
 
 
 class OutputState(TypedDict):
     """What a caller gets back."""
 
+    messages: NotRequired[Messages]
     answer: Annotated[str, _doc("The answer.")]
-    session_id: Annotated[str, _doc("The session the question and answer were saved in.")]
+    session: Annotated[SessionStats, _doc("The session (thread) and its statistics.")]
     detected_intent: Annotated[str | None, _doc("The intent the question was handled as.")]
     intent_confidence: Annotated[float, _doc("Confidence of that intent, 0 to 1.")]
     intent_decided_by: Annotated[
@@ -157,39 +184,46 @@ class OutputState(TypedDict):
     web_sources: Annotated[
         list[WebSource], _doc("Web search results a chat answer was given, and which it cited.")]
     error: Annotated[str | None, _doc("Why the run ended without an answer, if it did.")]
-    usage: Annotated[list[LLMUsage], _doc("Every LLM call: node, model, tokens, seconds.")]
+    # (A reducer must be the field's last annotation: LangGraph reads only that one.)
+    usage: Annotated[list[LLMUsage], _doc(
+        "Every LLM call of the run: node, model, tokens, seconds."), operator.add]
 
 
-class State(InputState):
-    """Everything the nodes share."""
+class State(InputState, OutputState):
+    """Everything the nodes share. Every field but `messages` and `session`
+    belongs to the current run: request_init sets each one back at the run's start."""
 
-    # request_init
-    documents: list[DocumentInfo]
-    history: list[HistoryMessage]
-    session_tokens: int
-    query_tokens: int
-    available_tokens: int
-    use_direct_content: bool
+    # request_init: the run's request, kept for the nodes after it
+    question: Annotated[str, _doc("The run's question.")]
+    question_id: Annotated[str, _doc("The id of the run's question in `messages`.")]
+    knowledge_base: Annotated[str | None, _doc("The run's knowledge base (kb).")]
+    selected_doc_ids: Annotated[list[str], _doc("The run's doc_ids.")]
+    requested_mode: Annotated[str | None, _doc("The run's mode_type.")]
+    web_search: Annotated[bool, _doc("The run's enable_web_search.")]
+    documents: Annotated[list[DocumentInfo], _doc("The run's documents, without their text.")]
+    document_texts: Annotated[dict[str, str], _doc(
+        "Texts the run has in hand: documents given directly, or one read whole.")]
+    session_tokens: Annotated[int, _doc("Tokens of the session's active messages.")]
+    query_tokens: Annotated[int, _doc("Tokens of the question.")]
+    available_tokens: Annotated[int, _doc("Tokens left for documents (DESIGN.md's budget).")]
+    use_direct_content: Annotated[bool, _doc("One document fits whole in the budget.")]
     # intent_recognition / strategy_selection
-    detected_intent: str | None
-    intent_confidence: float
-    intent_decided_by: DecidedBy | None
-    intent_reason: str
-    strategy: Strategy | None
+    intent_reason: Annotated[str, _doc("Why that intent: the rule or the model's reason.")]
     # document_summary
-    document_summaries: Annotated[dict[str, DocSummary], merge_summaries]
+    document_summaries: Annotated[dict[str, DocSummary], _doc(
+        "One condensed summary per document (multi_doc_summary)."), merge_summaries]
     # chunk_recall
-    sub_questions: list[SubQuestion]
-    plan: list[RecallStep]
-    recalled: Annotated[list[RecalledChunkState], operator.add]
-    completed_steps: Annotated[list[int], operator.add]
-    execution_rounds: int
-    # answer
-    answer: str
-    sources: list[Source]
-    web_sources: list[WebSource]  # simple_interaction with web search
-    error: str | None
-    usage: Annotated[list[LLMUsage], operator.add]
+    sub_questions: Annotated[list[SubQuestion], _doc("The question split for recall.")]
+    plan: Annotated[list[RecallStep], _doc("The recall steps execution runs.")]
+    recalled: Annotated[list[RecalledChunkState], _doc("Chunks the recall steps found."),
+                        operator.add]
+    completed_steps: Annotated[list[int], _doc("Recall steps that finished."), operator.add]
+    execution_rounds: Annotated[int, _doc("Rounds the execution subgraph ran.")]
+    answer_id: Annotated[str | None, _doc(
+        "The id of the answer's streamed message: the AI message in `messages` keeps it.")]
+    # a failed run
+    error_kind: Annotated[str | None, _doc(
+        "What kind of failure `error` is: input, config or run; its typed error's class.")]
 
 
 class DocSummaryTask(TypedDict):

@@ -24,7 +24,12 @@ from scholarflow.nodes.intent import (
     strategy_selection,
 )
 from scholarflow.nodes.recall import plan_generation, sub_question_generation
-from scholarflow.nodes.request import document_check, request_init, route_after_document_check
+from scholarflow.nodes.request import (
+    document_check,
+    request_init,
+    route_after_document_check,
+    route_after_request,
+)
 from scholarflow.nodes.session_save import session_save
 from scholarflow.state import InputState, OutputState, State
 
@@ -46,28 +51,31 @@ def build_graph(
     )
     # Every node is guarded: what it raises is stored (repr) and logged by LangGraph,
     # so it leaves the node as one scrubbed line of the same type (graph/guard.py).
-    # A failing node reports node_error and the run still saves the user's message.
+    # A failing node reports node_error and goes on to session_save, which ends the run
+    # in that error; session_save itself has no handler, so its own failure is the run's.
     # (LangGraph injects NodeError by annotation; its node protocols don't model that.)
-    builder.set_node_defaults(error_handler=cast(Any, handle_node_error))
+    on_error: dict[str, Any] = {"error_handler": cast(Any, handle_node_error)}
 
-    builder.add_node("request_init", guarded("request_init", request_init))
-    builder.add_node("document_check", guarded("document_check", document_check))
-    builder.add_node("intent_recognition", guarded("intent_recognition", intent_recognition))
-    builder.add_node("strategy_selection", guarded("strategy_selection", strategy_selection))
-    builder.add_node("document_summary", build_summary_graph())
+    builder.add_node("request_init", guarded("request_init", request_init), **on_error)
+    builder.add_node("document_check", guarded("document_check", document_check), **on_error)
+    builder.add_node("intent_recognition", guarded("intent_recognition", intent_recognition),
+                     **on_error)
+    builder.add_node("strategy_selection", guarded("strategy_selection", strategy_selection),
+                     **on_error)
+    builder.add_node("document_summary", build_summary_graph(context_schema), **on_error)
     builder.add_node("sub_question_generation",
                      guarded("sub_question_generation", sub_question_generation),
-                     retry_policy=LLM_RETRY)
-    builder.add_node("plan_generation", guarded("plan_generation", plan_generation))
-    builder.add_node("execution", build_execution_graph())
+                     retry_policy=LLM_RETRY, **on_error)
+    builder.add_node("plan_generation", guarded("plan_generation", plan_generation), **on_error)
+    builder.add_node("execution", build_execution_graph(context_schema), **on_error)
     builder.add_node("answer_generation", guarded("answer_generation", answer_generation),
-                     retry_policy=LLM_RETRY)
+                     retry_policy=LLM_RETRY, **on_error)
     builder.add_node("simple_interaction", guarded("simple_interaction", simple_interaction),
-                     retry_policy=LLM_RETRY)
+                     retry_policy=LLM_RETRY, **on_error)
     builder.add_node("session_save", guarded("session_save", session_save))
 
     builder.add_edge(START, "request_init")
-    builder.add_edge("request_init", "document_check")
+    builder.add_conditional_edges("request_init", route_after_request)
     builder.add_conditional_edges("document_check", route_after_document_check)
     builder.add_conditional_edges("intent_recognition", route_after_intent)
     builder.add_conditional_edges("strategy_selection", route_after_strategy)

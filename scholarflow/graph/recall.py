@@ -22,14 +22,15 @@ from scholarflow.nodes.recall import (
 from scholarflow.state import RecallStepTask
 
 
-def build_execution_graph() -> CompiledStateGraph[
+def build_execution_graph(context_schema: type[Any] = Context) -> CompiledStateGraph[
     ExecutionState, Context, ExecutionInput, ExecutionOutput
 ]:
-    builder = StateGraph(ExecutionState, context_schema=Context,
+    builder = StateGraph(ExecutionState, context_schema=context_schema,
                          input_schema=ExecutionInput, output_schema=ExecutionOutput)
     builder.add_node("next_round", guarded("next_round", next_round))
-    builder.add_node(  # type: ignore[call-overload]  # mypy can't match a Send target's input
-        "recall_step", guarded("recall_step", recall_step), input_schema=RecallStepTask,
+    builder.add_node(  # mypy can't match a Send target's input to the node protocols
+        "recall_step", cast(Any, guarded("recall_step", recall_step)),
+        input_schema=RecallStepTask,
         # LangGraph injects NodeError by annotation; its node protocols don't model that.
         error_handler=cast(Any, recall_step_failed),
     )

@@ -23,14 +23,16 @@ from scholarflow.nodes.summary import (
 from scholarflow.state import DocSummaryTask
 
 
-def build_summary_graph() -> CompiledStateGraph[SummaryState, Context, SummaryInput, SummaryOutput]:
-    builder = StateGraph(
-        SummaryState, context_schema=Context, input_schema=SummaryInput, output_schema=SummaryOutput
-    )
+def build_summary_graph(context_schema: type[Any] = Context) -> CompiledStateGraph[
+    SummaryState, Context, SummaryInput, SummaryOutput
+]:
+    """The subgraph, with the top graph's context schema (Studio shows the subgraph's)."""
+    builder = StateGraph(SummaryState, context_schema=context_schema,
+                         input_schema=SummaryInput, output_schema=SummaryOutput)
     builder.add_node("load_cached_summaries",
                      guarded("load_cached_summaries", load_cached_summaries))
-    builder.add_node(  # type: ignore[call-overload]  # mypy can't match a Send target's input
-        "summarize_document", guarded("summarize_document", summarize_document),
+    builder.add_node(  # mypy can't match a Send target's input to the node protocols
+        "summarize_document", cast(Any, guarded("summarize_document", summarize_document)),
         input_schema=DocSummaryTask,
         retry_policy=LLM_RETRY,
         # LangGraph injects NodeError by annotation; its node protocols don't model that.

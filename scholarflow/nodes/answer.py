@@ -89,7 +89,7 @@ class _Answerer:
     def __init__(self, ctx: Context, state: State, first_attempt: bool) -> None:
         self.ctx = ctx
         self.first_attempt = first_attempt
-        self.query = state["query"]
+        self.query = state["question"]
         self.language = answer_language(self.query)
         # History may take at most half the prompt (the documents matter more), and
         # never the minimum room the material needs.
@@ -174,7 +174,7 @@ class _Answerer:
     async def full_content(self, state: State, intent: Intent) -> str:
         template = DIRECT_PROMPTS[intent]
         docs = state.get("documents") or []
-        contents = state.get("document_contents") or {}
+        contents = state.get("document_texts") or {}
         wrappers = [format_document(d["title"], d["doc_id"], "") for d in docs]
         room = self.room(template, True) - count_message_tokens(wrappers)
         share = room // max(len(docs), 1)

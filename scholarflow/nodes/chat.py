@@ -24,12 +24,12 @@ NODE = "simple_interaction"
 
 async def simple_interaction(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     ctx = get_context(runtime)
-    query = state["query"]
+    query = state["question"]
     thinking = Thinking(ctx.show_thinking, NODE)
     web: WebMaterial | None = None
     citations: CitationFilter | None = None
     language = answer_language(query)
-    if state.get("enable_web_search"):
+    if state.get("web_search"):
         # The results may take what the question and instructions leave, less room for history.
         bare = SIMPLE_INTERACTION_PROMPT.format(extra="", language=language)
         left = prompt_budget(ctx) - count_message_tokens([bare, query])

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from langchain_core.messages import AnyMessage
 
+from scholarflow.conversation import as_session_messages
 from scholarflow.sessions.history import Stage, history_for, to_chat_messages
-from scholarflow.sessions.models import Message, MessageType
-from scholarflow.state import HistoryMessage, State
+from scholarflow.state import State
 from scholarflow.tokens import count_message_tokens
-
-# Without ids or timestamps in state, history_for only needs type, content and order.
-_PLACEHOLDER_SESSION = ""
 
 
 def history_messages(
@@ -21,7 +18,8 @@ def history_messages(
     With `max_tokens`, the compression summary (it stands for everything
     older) is kept if it fits, then the newest messages that still fit.
     """
-    messages = to_chat_messages(history_for(_as_messages(state.get("history") or []), stage))
+    earlier = as_session_messages(messages_before_question(state))
+    messages = to_chat_messages(history_for(earlier, stage))
     if max_tokens is None:
         return messages
     left = max_tokens
@@ -49,19 +47,14 @@ def history_text(state: State, stage: Stage, max_tokens: int | None = None) -> s
     return "\n".join(lines) if lines else "(none)"
 
 
-def _as_messages(history: Sequence[HistoryMessage]) -> list[Message]:
-    return [
-        Message(
-            id=i,
-            session_id=_PLACEHOLDER_SESSION,
-            type=MessageType(h["type"]),
-            content=h["content"],
-            token_count=0,
-            created_at=float(i),
-            compressed=False,
-        )
-        for i, h in enumerate(history)
-    ]
+def messages_before_question(state: State) -> list[AnyMessage]:
+    """The thread's messages before the run's question: the history it may inject."""
+    messages = list(state.get("messages") or [])
+    question_id = state.get("question_id")
+    for position, message in enumerate(messages):
+        if question_id and message.id == question_id:
+            return messages[:position]
+    return messages
 
 
 def format_document(title: str, doc_id: str, text: str) -> str:

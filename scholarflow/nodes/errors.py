@@ -1,16 +1,18 @@
-"""The graph's default error handler: report the failure, then still save the turn."""
+"""Failures: a node that fails reports it, and the run still goes to session_save, which
+ends it in error (graph/main.py). The question is in the thread by then (request_init).
+"""
 
 from __future__ import annotations
 
 import logging
-from typing import Literal
+from typing import Any, Literal
 
 from langgraph.errors import NodeError, NodeTimeoutError
 from langgraph.types import Command
 
+from scholarflow import errors
 from scholarflow.errors import ConfigurationError, InputError, ScholarflowError
 from scholarflow.events import emit
-from scholarflow.nodes.request import fresh_run, request_inputs_cleared
 from scholarflow.scrub import scrub_secrets
 from scholarflow.state import State
 
@@ -41,19 +43,41 @@ def error_kind(exc: BaseException) -> Literal["input", "config", "run"]:
     return "config" if isinstance(exc, ConfigurationError) else "run"
 
 
-async def handle_node_error(
-    state: State, error: NodeError
-) -> Command[Literal["session_save", "__end__"]]:
-    message = user_message(error.node, error.error)
-    # The guard logged the node's own traceback (scrubbed); this one would end in it.
-    logger.debug("node %s failed: %s", error.node, message)
-    kind = error_kind(error.error)
-    emit("node_error", node=error.node, error=message, kind=kind)
-    if error.node == "session_save":
-        emit("error", message=message, session_id=state.get("session_id"), kind=kind)
-        end: Literal["__end__"] = "__end__"  # END, typed for the router's Literal
-        return Command(update={"error": message, **request_inputs_cleared()}, goto=end)
-    # A run that failed in request_init never reset what the thread's last run left.
-    reset = fresh_run() if error.node == "request_init" else {}
+def failure_update(node: str, exc: BaseException) -> dict[str, Any]:
+    """Report `node`'s failure (node_error) and the state update that carries it to
+    session_save: the message, and the typed error's class to raise there."""
+    message = user_message(node, exc)
+    emit("node_error", node=node, error=message, kind=error_kind(exc))
+    kind = type(exc).__name__ if isinstance(exc, ScholarflowError) else "InternalError"
+    return {"error": message, "error_kind": kind, "answer": ""}
+
+
+def run_error(state: State) -> ScholarflowError:
+    """The typed error a failed run ends with: the class its failing node raised."""
+    message = state.get("error") or "the run failed"
+    return _error_class(state.get("error_kind") or "")(message)
+
+
+def _error_class(name: str) -> type[ScholarflowError]:
+    pending: list[type[ScholarflowError]] = [ScholarflowError]
+    while pending:
+        cls = pending.pop()
+        if cls.__name__ == name and _constructible(cls):
+            return cls
+        pending += cls.__subclasses__()
+    return errors.InternalError
+
+
+def _constructible(cls: type[ScholarflowError]) -> bool:
+    """Whether `cls(message)` works (SessionNotFoundError-like classes take other args)."""
+    try:
+        cls("probe")
+    except TypeError:
+        return False
+    return True
+
+
+async def handle_node_error(state: State, error: NodeError) -> Command[Literal["session_save"]]:
+    logger.debug("node %s failed: %s", error.node, user_message(error.node, error.error))
     target: Literal["session_save"] = "session_save"
-    return Command(update={**reset, "error": message, "answer": ""}, goto=target)
+    return Command(update=failure_update(error.node, error.error), goto=target)

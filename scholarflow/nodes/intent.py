@@ -134,8 +134,8 @@ async def intent_recognition(state: State, runtime: Runtime[Context]) -> dict[st
     ctx = get_context(runtime)
     decision = await recognise_intent(
         ctx,
-        state["query"],
-        mode_type=state.get("mode_type"),
+        state["question"],
+        mode_type=state.get("requested_mode"),
         documents=state.get("documents"),
         history=history_text(state, "intent", prompt_budget(ctx) // 2),
     )

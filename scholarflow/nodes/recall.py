@@ -95,7 +95,7 @@ async def sub_question_generation(state: State, runtime: Runtime[Context]) -> di
     # Fail fast, before any LLM call, when there is nothing to recall from.
     await prepare_recall(state)
     documents = state.get("documents") or []
-    query = state["query"]
+    query = state["question"]
     thinking = Thinking(ctx.show_thinking, "sub_question_generation")
     system = _planner_system(ctx, state, documents)
     usage = []
@@ -122,7 +122,7 @@ def _planner_system(ctx: Context, state: State, documents: list[DocumentInfo]) -
                         for d in documents[:MAX_LISTED_DOCUMENTS])
     empty = SUB_QUESTION_GENERATION_PROMPT.format(
         max_questions=str(MAX_SUB_QUESTIONS), document_list="", history="")
-    room = prompt_budget(ctx) - count_message_tokens([empty, state["query"]])
+    room = prompt_budget(ctx) - count_message_tokens([empty, state["question"]])
     listing = cap_tokens(listing, max(room // 2, 0))
     room -= count_tokens(listing)
     return SUB_QUESTION_GENERATION_PROMPT.format(
@@ -173,10 +173,10 @@ async def plan_generation(state: State, runtime: Runtime[Context]) -> dict[str, 
 
 class ExecutionInput(TypedDict):
     plan: list[RecallStep]
-    kb: NotRequired[str | None]
-    doc_ids: NotRequired[list[str]]
+    knowledge_base: NotRequired[str | None]
+    selected_doc_ids: NotRequired[list[str]]
     documents: list[DocumentInfo]
-    document_contents: NotRequired[dict[str, str]]  # which documents were given directly
+    document_texts: NotRequired[dict[str, str]]  # which documents were given directly
 
 
 class ExecutionOutput(TypedDict):
@@ -211,9 +211,10 @@ def dispatch_steps(state: ExecutionState) -> list[Send] | str:
         batch.append(step)
     if not batch:
         return "finish_execution"
-    kb, doc_ids, direct = recall_scope(state.get("kb"), state.get("doc_ids") or [],
+    kb, doc_ids, direct = recall_scope(state.get("knowledge_base"),
+                                       state.get("selected_doc_ids") or [],
                                        state.get("documents") or [],
-                                       state.get("document_contents") or {})
+                                       state.get("document_texts") or {})
     return [Send("recall_step", RecallStepTask(step=s, kb=kb, doc_ids=doc_ids,
                                                direct_doc_ids=direct))
             for s in batch]

@@ -1,21 +1,38 @@
-"""request_init and document_check: the session, the documents and the budget."""
+"""request_init and document_check: the session, the question, the documents, the budget.
+
+The thread is the session: request_init puts the run's question in the thread's
+`messages` (so it stays whatever becomes of the run), and starts every per-run
+field over, since a thread keeps its state between runs. The run's inputs are
+EphemeralValue channels (state.py): only this node sees them.
+"""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any, Literal
 
+from langchain_core.messages import HumanMessage
+from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
 from scholarflow.budget import check_budget
 from scholarflow.context import Context, get_context
+from scholarflow.conversation import (
+    META,
+    active_tokens,
+    message_text,
+    question_message,
+    session_stats,
+)
 from scholarflow.documents import Document, document_from_text, documents_from_mapping
-from scholarflow.errors import InputError
+from scholarflow.errors import InputError, InvalidRequestError
 from scholarflow.events import Thinking, node_complete
+from scholarflow.graph.guard import scrubbed
 from scholarflow.intents import Intent
+from scholarflow.nodes.errors import failure_update
 from scholarflow.request_schema import check_request_values
-from scholarflow.sessions.registry import session_store
-from scholarflow.state import DocumentInfo, HistoryMessage, State
+from scholarflow.state import DocumentInfo, State
 from scholarflow.tokens import available_tokens, count_tokens
 from scholarflow.tools.index.tokenize import has_words
 from scholarflow.tools.kb import DocumentNotFoundError
@@ -34,31 +51,55 @@ def fresh_run() -> dict[str, Any]:
         "document_summaries": Overwrite({}),
         "recalled": Overwrite([]),
         "completed_steps": Overwrite([]),
-        "documents": [], "history": [], "use_direct_content": False,
+        "question": "", "question_id": "", "knowledge_base": None, "selected_doc_ids": [],
+        "requested_mode": None, "web_search": False,
+        "documents": [], "document_texts": {}, "use_direct_content": False,
         "detected_intent": None, "intent_confidence": 0.0, "intent_decided_by": None,
         "intent_reason": "", "strategy": None,
         "sub_questions": [], "plan": [], "execution_rounds": 0,
-        "answer": "", "sources": [], "error": None,
+        "answer": "", "answer_id": None, "sources": [], "web_sources": [],
+        "error": None, "error_kind": None,
     }
 
 
-def request_inputs_cleared() -> dict[str, Any]:
-    """The request's optional inputs, emptied when a run ends.
+def run_question(state: State) -> tuple[str, HumanMessage]:
+    """The run's question and the message that carries it in the thread.
 
-    A later run on the same thread that leaves one out must not inherit the
-    last run's documents or mode. `session_id` stays: the thread is the session.
+    `query` when the run was given one; else the last of `messages`, if it is a
+    human message no run has taken yet (Studio's chat, agent-chat-ui). A human
+    message of an earlier run is not asked again: that run had its turn.
     """
-    return {"content": None, "document_contents": {}, "doc_ids": [], "kb": None,
-            "mode_type": None, "enable_web_search": False}
+    messages = list(state.get("messages") or [])
+    last = messages[-1] if messages else None
+    fresh = (last if isinstance(last, HumanMessage) and META not in last.additional_kwargs
+             else None)
+    query = state.get("query")
+    if isinstance(query, str) and query.strip():
+        same = fresh is not None and message_text(fresh).strip() == query.strip()
+        return query.strip(), question_message(
+            query.strip(), message_id=fresh.id if same and fresh is not None else None)
+    if fresh is None or not message_text(fresh).strip():
+        raise InvalidRequestError(
+            "invalid request: there is no question; send it as a human message in messages "
+            '(e.g. {"messages": [{"type": "human", "content": "summarize this paper"}]}) '
+            "or as query")
+    text = message_text(fresh).strip()
+    return text, question_message(text, message_id=fresh.id)
 
 
-def validate_request(state: State) -> str:
-    """The stripped question; raises InputError for what no node can work with.
-
-    The graph's entry checked the request already (graph/validated.py); this checks
-    the values again for a state that did not come through it (`Command(update=...)`).
-    """
-    return check_request_values(state)
+def thread_session_id(state: State) -> str:
+    """The session's id: the thread's. A run without a thread (no checkpointer) is a
+    session of its own, named by `session_id` when given."""
+    thread_id = (get_config().get("configurable") or {}).get("thread_id")
+    asked = state.get("session_id")
+    if thread_id is not None:
+        if asked and asked != str(thread_id):
+            raise InvalidRequestError(
+                f"invalid request: session_id {asked!r} is not this thread ({thread_id!r}): "
+                "the thread is the session; run on that thread, or leave session_id out")
+        return str(thread_id)
+    known = state.get("session")
+    return asked or (known["session_id"] if known else str(uuid.uuid4()))
 
 
 async def gather_documents(state: State) -> tuple[list[DocumentInfo], dict[str, str]]:
@@ -113,44 +154,58 @@ def fits_whole(ctx: Context, infos: list[DocumentInfo], budget: int) -> bool:
 
 async def request_init(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     ctx = get_context(runtime)
-    query = validate_request(state)
-    query_tokens = count_tokens(query)
-    # Before any LLM call, and before a new session is created for a run that cannot go on.
-    check_budget(ctx, query_tokens=query_tokens)
+    question, message = run_question(state)
+    check_request_values({**state, "query": question})
+    session_id = thread_session_id(state)
+    earlier = [m for m in state.get("messages") or [] if m.id != message.id]
+    before = state.get("session")
+    # From here the question is in the thread, whatever becomes of the run: a failure
+    # below goes to the error handler with this update applied (see handle_node_error).
+    started = {**fresh_run(), "messages": [message], "question": question,
+               "question_id": message.id,
+               "session": session_stats(session_id, [*earlier, message], before)}
+    try:
+        update = await _prepare(ctx, state, question, earlier, before is None, session_id)
+    except Exception as exc:  # the run ends here, but the question stays in the thread
+        return {**started, **failure_update("request_init", scrubbed("request_init", exc))}
+    return {**started, **update}
+
+
+def route_after_request(state: State) -> Literal["document_check", "session_save"]:
+    return "session_save" if state.get("error") else "document_check"
+
+
+async def _prepare(ctx: Context, state: State, question: str, earlier: list[Any],
+                   new_session: bool, session_id: str) -> dict[str, Any]:
+    query_tokens = count_tokens(question)
+    check_budget(ctx, query_tokens=query_tokens)  # before any LLM call
     thinking = Thinking(ctx.show_thinking, "request_init")
     thinking.start()
-
-    store = session_store()
-    if session_id := state.get("session_id"):
-        if await store.get(session_id) is None:
-            raise InputError(f"no session {session_id!r}; see `scholarflow sessions list`")
-    else:
-        session_id = (await store.create()).session_id
-    active = await store.messages(session_id, active_only=True)
-    history = [HistoryMessage(type=m.type.value, content=m.content) for m in active]
-    session_tokens = sum(m.token_count for m in active)
-
+    session_tokens = active_tokens(earlier)
     infos, contents = await gather_documents(state)
     budget = document_budget(ctx, session_tokens=session_tokens, query_tokens=query_tokens)
     direct = fits_whole(ctx, infos, budget)
+    kb_name = state.get("kb")
     if direct and infos[0]["doc_id"] not in contents:  # one stored document, read whole
-        kb = await open_kb(state.get("kb") or DEFAULT_KB)
+        kb = await open_kb(kb_name or DEFAULT_KB)
         contents[infos[0]["doc_id"]] = await kb.document_text(infos[0]["doc_id"])
 
     doc_tokens = sum(i["tokens"] for i in infos)
+    status = (f"New session {session_id}" if new_session else
+              f"Session {session_id}: {len(earlier)} earlier messages ({session_tokens} tokens)")
     thinking.say(
-        f"Session {session_id}: {len(active)} earlier messages ({session_tokens} tokens). "
-        f"{len(infos)} document(s), {doc_tokens} tokens; {budget} tokens available"
+        f"{status}. {len(infos)} document(s), {doc_tokens} tokens; {budget} tokens available"
         + ("; the document fits whole." if direct else ".")
     )
-    node_complete("request_init", session_id=session_id, documents=len(infos))
+    node_complete("request_init", session_id=session_id, documents=len(infos),
+                  new_session=new_session)
     return {
-        **fresh_run(),
-        "query": query,
-        "session_id": session_id,
+        "knowledge_base": kb_name,
+        "selected_doc_ids": list(state.get("doc_ids") or []),
+        "requested_mode": state.get("mode_type"),
+        "web_search": bool(state.get("enable_web_search")),
         "documents": infos,
-        "document_contents": contents,
-        "history": history,
+        "document_texts": contents,
         "session_tokens": session_tokens,
         "query_tokens": query_tokens,
         "available_tokens": budget,
@@ -163,7 +218,7 @@ async def document_check(state: State, runtime: Runtime[Context]) -> dict[str, A
     count = len(state.get("documents") or [])
     # Here, not in request_init: the session is known by now, so session_save keeps the
     # question. Chat can answer "???", but recall has nothing to look up.
-    if (count or state.get("kb")) and not has_words(state["query"]):
+    if (count or state.get("knowledge_base")) and not has_words(state["question"]):
         raise InputError("the question has no words to search for: ask something, "
                          "e.g. 'what method does this paper propose?'")
     update: dict[str, Any] = {}

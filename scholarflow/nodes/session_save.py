@@ -1,34 +1,45 @@
-"""session_save: store the turn, update the statistics, compress a long session.
+"""session_save: the answer joins the thread, the statistics follow, a long session is
+compressed, and a run that could not answer ends in error here.
 
-The user's message is stored even when the answer failed, so nothing the
-person typed is lost. The last event of every run comes from here:
-final_answer, or error with the message of the node that failed.
+The question is in the thread since request_init. The last event of every run
+comes from here: final_answer, or error with the message of the node that
+failed; then a failed run raises that node's typed error, so LangGraph (and
+LangGraph server: status "error", an error event) sees a failure, not an answer.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
+from langchain_core.messages import BaseMessage
 from langgraph.runtime import Runtime
 
 from scholarflow import llm
 from scholarflow.budget import cap_tokens, prompt_budget
 from scholarflow.context import Context, get_context
+from scholarflow.conversation import (
+    active_tokens,
+    answer_message,
+    as_session_messages,
+    compression_update,
+    session_stats,
+)
 from scholarflow.errors import ScholarflowError
 from scholarflow.events import Thinking, emit, node_complete
-from scholarflow.nodes.request import request_inputs_cleared
+from scholarflow.nodes.errors import run_error
 from scholarflow.prompts import SESSION_COMPRESSION_PROMPT
-from scholarflow.sessions.compression import maybe_compress
-from scholarflow.sessions.models import Message, MessageType
-from scholarflow.sessions.registry import session_store
+from scholarflow.sessions.compression import compression_split
+from scholarflow.sessions.models import Message
 from scholarflow.state import LLMUsage, State
 from scholarflow.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 
 logger = logging.getLogger(__name__)
 NODE = "session_save"
 COMPRESSION_MAX_WORDS = 400
+COMPRESSION_RATIO = 0.8  # seed 004: compress past 0.8 x max_context_tokens
+KEEP_FRACTION = 0.3  # the newest 30% stay as they are
 _MESSAGE_FRAME_TOKENS = 8  # "assistant: " and the blank line between messages
 
 
@@ -45,45 +56,58 @@ def fit_conversation(ctx: Context, messages: Sequence[Message]) -> str:
     return "\n\n".join(f"{m.type.value}: {cap_tokens(m.content, share)}" for m in messages)
 
 
+async def compress(ctx: Context, conversation: Sequence[Any],
+                   usage: list[LLMUsage]) -> list[BaseMessage] | None:
+    """The `messages` update that folds the oldest 70% of the active messages into one
+    COMPRESSION summary, when they pass the threshold; None when nothing is to be done."""
+    if active_tokens(conversation) <= ctx.max_context_tokens * COMPRESSION_RATIO:
+        return None
+    active = [m for m in as_session_messages(conversation) if not m.compressed]
+    fold = compression_split(active, KEEP_FRACTION)
+    if fold == 0:
+        return None
+    prompt = SESSION_COMPRESSION_PROMPT.format(
+        max_words=COMPRESSION_MAX_WORDS, conversation=fit_conversation(ctx, active[:fold]))
+    result = await llm.complete(ctx, [("user", prompt)], node=NODE)
+    usage.append(result.usage)
+    return compression_update(conversation, fold, result.text.strip())
+
+
 async def session_save(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     ctx = get_context(runtime)
-    session_id = state.get("session_id")
+    session = state.get("session")
+    session_id = session["session_id"] if session else None
+    if state.get("error"):
+        node_complete(NODE, session_id=session_id, compressed=False)
+        emit("error", message=state["error"], session_id=session_id)
+        raise run_error(state)  # the question is in the thread already (request_init)
+
     answer = state.get("answer") or ""
-    error = state.get("error")
+    message = answer_message(answer, message_id=state.get("answer_id"), metadata={
+        "intent": state.get("detected_intent"), "strategy": state.get("strategy"),
+        "sources": state.get("sources") or [], "web_sources": state.get("web_sources") or []})
+    conversation = [*(state.get("messages") or []), message]
     usage: list[LLMUsage] = []
-    compressed: Message | None = None
-    if session_id:
-        store = session_store()
-        await store.add_message(session_id, MessageType.USER, state["query"])
-        if answer and not error:
-            await store.add_message(session_id, MessageType.ASSISTANT, answer)
-
-        async def summarize(messages: Sequence[Message]) -> str:
-            prompt = SESSION_COMPRESSION_PROMPT.format(
-                max_words=COMPRESSION_MAX_WORDS, conversation=fit_conversation(ctx, messages)
-            )
-            result = await llm.complete(ctx, [("user", prompt)], node=NODE)
-            usage.append(result.usage)
-            return result.text.strip()
-
-        try:
-            # A failed run only saves the question: no model call after a refusal or a
-            # failure (the next run that succeeds compresses).
-            compressed = None if error else await maybe_compress(
-                store, session_id, max_context_tokens=ctx.max_context_tokens, summarize=summarize
-            )
-        except ScholarflowError as exc:  # the turn is saved; compression can wait a turn
-            logger.warning("session %s not compressed: %s", session_id, exc)
-        if compressed is not None:
+    update: list[BaseMessage] = [message]
+    folded = None
+    try:
+        if folded := await compress(ctx, conversation, usage):
+            update = folded
             Thinking(ctx.show_thinking, NODE).say(
-                "The session grew long: its older messages are now one summary."
-            )
-    node_complete(NODE, session_id=session_id, compressed=compressed is not None)
-    if error:
-        emit("error", message=error, session_id=session_id)
-    else:
-        emit("final_answer", answer=answer, session_id=session_id,
-             intent=state.get("detected_intent"), strategy=state.get("strategy"),
-             sources=state.get("sources") or [])
-    # The run is over: a later run on this thread states its own documents and mode.
-    return {"usage": usage, **request_inputs_cleared()}
+                "The session grew long: its older messages are now one summary.")
+    except ScholarflowError as exc:  # the answer is saved; compression can wait a turn
+        logger.warning("session %s not compressed: %s", session_id, exc)
+    after = _applied(conversation, update)
+    stats = session_stats(session_id or "", after, session)
+    node_complete(NODE, session_id=session_id, compressed=folded is not None)
+    emit("final_answer", answer=answer, session_id=session_id,
+         intent=state.get("detected_intent"), strategy=state.get("strategy"),
+         sources=state.get("sources") or [])
+    return {"messages": update, "session": stats, "usage": usage}
+
+
+def _applied(conversation: list[Any], update: list[BaseMessage]) -> list[Any]:
+    """The conversation once `update` is applied (for the statistics)."""
+    from langgraph.graph.message import _messages_delta_reducer
+
+    return _messages_delta_reducer(conversation[:-1], [cast(list[Any], update)])

@@ -40,8 +40,8 @@ _PROMPT_OVERHEAD_TOKENS = count_tokens(
 
 class SummaryInput(TypedDict):
     documents: list[DocumentInfo]
-    document_contents: dict[str, str]
-    kb: NotRequired[str | None]
+    document_texts: dict[str, str]
+    knowledge_base: NotRequired[str | None]
 
 
 class SummaryOutput(TypedDict):
@@ -74,27 +74,27 @@ async def load_cached_summaries(state: SummaryState, runtime: Runtime[Context]) 
     for hit in hits.values():
         emit("doc_summary_complete", doc_id=hit["doc_id"], title=hit["title"], cached=True)
     # Stored documents still to summarise: read their texts (direct ones are here already).
-    contents = dict(state.get("document_contents") or {})
+    contents = dict(state.get("document_texts") or {})
     unread = [d["doc_id"] for d in documents if d["doc_id"] not in hits | contents]
     if unread:
-        kb = await open_kb(state.get("kb") or DEFAULT_KB)
+        kb = await open_kb(state.get("knowledge_base") or DEFAULT_KB)
         for doc_id in unread:
             contents[doc_id] = await kb.document_text(doc_id)
     node_complete("load_cached_summaries", cached=len(hits))
-    return {"document_summaries": hits, "document_contents": contents, "stored_doc_ids": unread}
+    return {"document_summaries": hits, "document_texts": contents, "stored_doc_ids": unread}
 
 
 def dispatch_summaries(state: SummaryState) -> list[Send] | str:
     """One Send per document still without a summary; straight on when the cache had all."""
     done = state.get("document_summaries") or {}
     stored = set(state.get("stored_doc_ids") or [])
-    kb = state.get("kb") or DEFAULT_KB  # where stored documents were read from
+    kb = state.get("knowledge_base") or DEFAULT_KB  # where stored documents were read from
     sends = [
         Send("summarize_document", DocSummaryTask(
             doc_id=d["doc_id"], title=d["title"], content_hash=d["content_hash"],
             # a document given directly is in no knowledge base: recalled from its text
             tokens=d["tokens"], kb=kb if d["doc_id"] in stored else None,
-            content=state["document_contents"][d["doc_id"]],
+            content=state["document_texts"][d["doc_id"]],
         ))
         for d in state["documents"]
         if d["doc_id"] not in done

@@ -58,8 +58,9 @@ async def open_kb(name: str, *, create: bool = False) -> KnowledgeBase:
 async def prepare_recall(state: State) -> None:
     """Open what recall will search: a missing knowledge base fails here, before any LLM
     call, and the documents given directly are indexed in the scratch knowledge base."""
-    contents = state.get("document_contents") or {}
-    kb, _doc_ids, direct = recall_scope(state.get("kb"), state.get("doc_ids") or [],
+    contents = state.get("document_texts") or {}
+    kb, _doc_ids, direct = recall_scope(state.get("knowledge_base"),
+                                        state.get("selected_doc_ids") or [],
                                         state.get("documents") or [], contents)
     if kb and (url := os.environ.get(RECALL_API_ENV)):
         from scholarflow.tools.recall_api import HttpRecallRetriever
