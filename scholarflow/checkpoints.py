@@ -3,8 +3,9 @@
 `open_checkpointer()` yields an AsyncSqliteSaver on
 `$SCHOLARFLOW_HOME/checkpoints.sqlite`, or an AsyncPostgresSaver when
 `SCHOLARFLOW_DATABASE_URL` is set. A thread is one session: its thread id is
-the session id (`thread_config`), and `delete_thread` removes it with the
-session. The graph served by langgraph.json has no checkpointer of ours:
+the session id (`thread_config`), its conversation the state's `messages`;
+`latest_checkpoints` finds every thread and `delete_thread` removes one. The
+graph served by langgraph.json has no checkpointer of ours:
 LangGraph server brings its own (or scholarflow.server_checkpointer's, which
 shares `prepare_postgres` with the CLI).
 """
@@ -44,6 +45,7 @@ CHECKPOINTS_FILENAME = "checkpoints.sqlite"
 SQLITE_BUSY_TIMEOUT_SECONDS = 30.0
 CONNECT_TIMEOUT_SECONDS = 10
 SETUP_LOCK_TIMEOUT_SECONDS = 30
+_SETUP_POLL_SECONDS = 0.05
 # One key for every process that sets the tables up (CLIs and servers).
 _SETUP_LOCK = int.from_bytes(hashlib.sha256(b"scholarflow:checkpoints").digest()[:8], "big",
                              signed=True)
@@ -93,8 +95,8 @@ async def _sqlite_saver() -> AsyncIterator[BaseCheckpointSaver[str]]:
         except sqlite3.DatabaseError as exc:
             if getattr(exc, "sqlite_errorcode", None) not in DAMAGED_CODES:
                 raise
-            raise damaged_file(path, exc, "; the sessions' messages are kept, but runs "
-                                          "that stopped midway cannot be resumed") from None
+            raise damaged_file(path, exc, "; its sessions stay in the moved file, for "
+                                          f"`sqlite3 {path}.damaged .recover`") from None
         yield saver
 
 
@@ -121,23 +123,43 @@ async def _postgres_saver(url: str) -> AsyncIterator[BaseCheckpointSaver[str]]:
         yield saver
 
 
-async def delete_thread(thread_id: str) -> None:
-    """Delete every checkpoint of the thread from the configured checkpointer.
+async def latest_checkpoints(saver: BaseCheckpointSaver[str]) -> list[tuple[str, str]]:
+    """(thread id, id of its latest checkpoint) for every thread, newest first.
+
+    Plain SQL over the checkpoints table: listing hundreds of sessions must not
+    deserialise every checkpoint (checkpoint ids are uuid6: they sort by time).
+    """
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    sql = ("SELECT thread_id, max(checkpoint_id) AS latest FROM checkpoints "
+           "WHERE checkpoint_ns = '' GROUP BY thread_id ORDER BY latest DESC")
+    if isinstance(saver, AsyncSqliteSaver):
+        async with saver.conn.execute(sql) as cursor:
+            return [(str(t), str(c)) async for t, c in cursor]
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+    if isinstance(saver, AsyncPostgresSaver):
+        conn = cast("psycopg.AsyncConnection[Any]", saver.conn)  # dict_row (from_conn_string)
+        rows = await (await conn.execute(sql)).fetchall()
+        return [(str(r["thread_id"]), str(r["latest"])) for r in rows]
+    raise TypeError(f"cannot list the threads of a {type(saver).__name__}")
+
+
+async def delete_thread(saver: BaseCheckpointSaver[str], thread_id: str) -> None:
+    """Delete every checkpoint and pending write of the thread.
 
     With SQLite the deleted rows are also wiped from the file and its WAL: a
     deleted conversation must not stay readable on disk.
     """
-    async with open_checkpointer() as saver:
-        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-        if not isinstance(saver, AsyncSqliteSaver):
-            await saver.adelete_thread(thread_id)
-            return
-        await saver.setup()  # adelete_thread assumes the tables exist
-        await saver.conn.execute("PRAGMA secure_delete = ON")  # zero what DELETE frees
+    if not isinstance(saver, AsyncSqliteSaver):
         await saver.adelete_thread(thread_id)
-        # The WAL still holds the old pages until a checkpoint copies and truncates it.
-        await saver.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return
+    await saver.conn.execute("PRAGMA secure_delete = ON")  # zero what DELETE frees
+    await saver.adelete_thread(thread_id)
+    # The WAL still holds the old pages until a checkpoint copies and truncates it.
+    await saver.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
 async def prepare_postgres(conn: psycopg.AsyncConnection[Any], saver: AsyncPostgresSaver,
@@ -187,14 +209,37 @@ async def _setup_once(conn: psycopg.AsyncConnection[Any], saver: AsyncPostgresSa
     CREATE INDEX CONCURRENTLY waits for every open transaction in the
     database; `lock_timeout` turns a forgotten one into an error, not a hang.
     """
+    import psycopg
+
     await conn.execute(f"SET lock_timeout = '{int(timeout_seconds * 1000)}ms'")
-    await conn.execute("SELECT pg_advisory_lock(%s)", (_SETUP_LOCK,))
     try:
-        await _drop_invalid_indexes(conn)
-        await saver.setup()
+        if not await _advisory_lock(conn, timeout_seconds):
+            raise psycopg.errors.LockNotAvailable("the setup lock is held")
+        try:
+            if not await _up_to_date(conn, saver):  # the process we waited for did it
+                await _drop_invalid_indexes(conn)
+                await saver.setup()
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock(%s)", (_SETUP_LOCK,))
     finally:
-        await conn.execute("SELECT pg_advisory_unlock(%s)", (_SETUP_LOCK,))
         await conn.execute("RESET lock_timeout")
+
+
+async def _advisory_lock(conn: psycopg.AsyncConnection[Any], timeout_seconds: float) -> bool:
+    """Take the setup lock within `timeout_seconds`. Polled: a statement blocked in
+    pg_advisory_lock is an open transaction, which the holder's CREATE INDEX
+    CONCURRENTLY would wait for while we wait for it (a deadlock PostgreSQL breaks
+    by failing one of the two)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_seconds
+    while True:
+        row = await (await conn.execute("SELECT pg_try_advisory_lock(%s) AS taken",
+                                        (_SETUP_LOCK,))).fetchone()
+        if row is not None and row["taken"]:
+            return True
+        if loop.time() >= deadline:
+            return False
+        await asyncio.sleep(_SETUP_POLL_SECONDS)
 
 
 async def _drop_invalid_indexes(conn: psycopg.AsyncConnection[Any]) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import logging
 import os
@@ -46,7 +47,9 @@ def _parser() -> argparse.ArgumentParser:
     ask = sub.add_parser("ask", help="answer a question, streaming")
     ask.add_argument("question")
     _document_args(ask)
-    ask.add_argument("--session", help="continue this session (see `sessions list`)")
+    ask.add_argument("--session", metavar="ID",
+                     help="continue this session (see `sessions list`), or start a new "
+                          "one with this id; without it, a new session")
     ask.add_argument("--mode", help="skip intent recognition: " + ", ".join(Intent))
     ask.add_argument("--web-search", action="store_true", help="search the web in chat")
     ask.add_argument("--search-engine", choices=SEARCH_ENGINES,
@@ -54,12 +57,18 @@ def _parser() -> argparse.ArgumentParser:
                           "tavily when both or neither are)")
     ask.add_argument("--no-thinking", action="store_true", help="hide the workflow's thinking")
     ask.add_argument("--json", action="store_true", help="print one stream event per line")
+    ask.add_argument("--review-plan", action="store_true",
+                     help="pause once the recall plan is made, to approve, edit or comment "
+                          "on it (asked on the terminal, or read from standard input)")
     cli_kb.add_llm_timeout(ask)
 
-    resume = sub.add_parser("resume", help="finish a session's run that stopped midway")
+    resume = sub.add_parser("resume", help="finish a session's run that stopped midway, or "
+                                           "review the plan it waits on")
     resume.add_argument("session_id")
     resume.add_argument("--no-thinking", action="store_true", help="hide the workflow's thinking")
     resume.add_argument("--json", action="store_true", help="print one stream event per line")
+    resume.add_argument("--review-plan", action="store_true",
+                        help="review the recall plan, if the run has not made it yet")
     cli_kb.add_llm_timeout(resume)
 
     route = sub.add_parser("route", help="print the intent and strategy; generate nothing")
@@ -68,10 +77,10 @@ def _parser() -> argparse.ArgumentParser:
 
     sessions = sub.add_parser("sessions", help="list, show or delete stored sessions")
     verbs = sessions.add_subparsers(dest="verb", required=True)
-    verbs.add_parser("list", help="one JSON line per session, newest first")
+    verbs.add_parser("list", help="one JSON line per session (thread), newest first")
     show = verbs.add_parser("show", help="one JSON line per message")
     show.add_argument("session_id")
-    delete = verbs.add_parser("delete", help="delete a session, its messages and checkpoints")
+    delete = verbs.add_parser("delete", help="delete a session: its thread's checkpoints")
     delete.add_argument("session_id")
     cli_kb.add_parsers(sub)
     return parser
@@ -91,6 +100,16 @@ def _question(text: str) -> str:
     if not text.strip():
         raise CliError("the question is empty: ask something, e.g. 'summarize this paper'")
     return text.strip()
+
+
+def _session_id(value: str) -> str:
+    from scholarflow.sessions.models import check_session_id
+
+    try:
+        return check_session_id(value)
+    except ValueError as exc:
+        raise CliError(f"invalid --session: {exc}; give another id, or leave --session out "
+                       "to start a new session") from None
 
 
 def _mode(value: str | None) -> str | None:
@@ -119,9 +138,14 @@ async def _graph_input(args: argparse.Namespace, question: str) -> dict[str, Any
 
 def _run_context(args: argparse.Namespace) -> Context:
     given = getattr(args, "llm_timeout", None)
-    timeout = {"llm_timeout_seconds": given} if given else {}
+    extra: dict[str, Any] = {"llm_timeout_seconds": given} if given else {}
+    if getattr(args, "review_plan", False):
+        extra["review_plan"] = True
+    # Passed only when the Context has the field (plan review lands with the graph's node).
+    known = {f.name for f in dataclasses.fields(Context)}
     ctx = Context(show_thinking=not args.no_thinking,
-                  search_engine=getattr(args, "search_engine", None), **timeout)
+                  search_engine=getattr(args, "search_engine", None),
+                  **{k: v for k, v in extra.items() if k in known})
     if not ctx.llm_configured:
         raise CliError("no LLM configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for "
                        "DeepSeek, Qwen, vLLM or Ollama)")
@@ -134,6 +158,8 @@ async def _ask(args: argparse.Namespace) -> int:
 
     question = _question(args.question)
     mode = _mode(args.mode)
+    if args.session is not None:
+        _session_id(args.session)
     ctx = _run_context(args)
     payload = await _graph_input(args, question)
     # Before the run: a bad request is exit 2 and leaves no session behind.
@@ -190,41 +216,13 @@ async def _route(args: argparse.Namespace) -> int:
 
 
 async def _sessions(args: argparse.Namespace) -> int:
-    from scholarflow.checkpoints import delete_thread
-    from scholarflow.cli_session import forget_session_lock
-    from scholarflow.cli_text import safe_json
-    from scholarflow.sessions.registry import close_all, session_store
+    from scholarflow import cli_session
 
-    store = session_store()
-    try:
-        if args.verb == "list":
-            for info in await store.list():
-                print(safe_json({
-                    "session_id": info.session_id, "title": info.title,
-                    "message_count": info.message_count,
-                    "total_token_count": info.total_token_count,
-                    "created_at": info.created_at, "updated_at": info.updated_at,
-                }))
-            return 0
-        if await store.get(args.session_id) is None:
-            raise CliError(f"no session {args.session_id!r}; see `scholarflow sessions list`")
-        if args.verb == "show":
-            for m in await store.messages(args.session_id):
-                print(safe_json({
-                    "id": m.id, "type": m.type.value, "token_count": m.token_count,
-                    "compressed": m.compressed, "created_at": m.created_at,
-                    "content": m.content,
-                }))
-            return 0
-        # Checkpoints first: if that fails, the session is still listed and the delete
-        # can be run again; the other way round its thread would be left behind unlisted.
-        await delete_thread(args.session_id)
-        await store.delete(args.session_id)
-        forget_session_lock(args.session_id)
-        print(json.dumps({"deleted": args.session_id}))
-        return 0
-    finally:
-        await close_all()
+    if args.verb == "list":
+        return await cli_session.list_sessions()
+    if args.verb == "show":
+        return await cli_session.show_session(args.session_id)
+    return await cli_session.delete_session(args.session_id)
 
 
 async def _checked(command: Callable[[argparse.Namespace], Awaitable[int]],
@@ -239,31 +237,43 @@ async def _checked(command: Callable[[argparse.Namespace], Awaitable[int]],
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    debug = bool(os.environ.get("SCHOLARFLOW_DEBUG"))
-    logging.basicConfig(level=logging.DEBUG if debug else logging.ERROR,
+    logging.basicConfig(level=logging.DEBUG if _debug() else logging.ERROR,
                         format="%(levelname)s %(name)s: %(message)s")
-    from scholarflow.scrub import install_log_scrubbing, scrubbed_traceback
+    from scholarflow.scrub import install_log_scrubbing
 
     install_log_scrubbing()  # debug logs and their tracebacks hold no secret either
+    try:
+        return asyncio.run(run(args))
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+
+
+async def run(args: argparse.Namespace) -> int:
+    """The parsed command, its failure one `error:` line on stderr; the exit code.
+    (`main` without the process setup: tests call it in their own event loop.)"""
     command = {"ask": _ask, "resume": _resume, "route": _route, "sessions": _sessions,
                "ingest": cli_kb.ingest, "search": cli_kb.search}[args.command]
     try:
-        return asyncio.run(_checked(command, args))
+        return await _checked(command, args)
     except ScholarflowError as exc:
         print(f"error: {_safe(str(exc))}", file=sys.stderr)
         # A model that failed (unreachable, 5xx, 429, timeout) or a bug is a failed run;
         # anything else is the request or the configuration (a bad key or URL included).
         failed_run = isinstance(exc, RetryableLLMError | InternalError)
         return EXIT_RUN_FAILED if failed_run else EXIT_BAD_INPUT
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
-        return 130
     except Exception as exc:
-        if debug:  # the traceback, scrubbed: a library's message may quote a URL or key
+        if _debug():  # the traceback, scrubbed: a library's message may quote a URL or key
+            from scholarflow.scrub import scrubbed_traceback
+
             print(scrubbed_traceback(exc), end="", file=sys.stderr)
         print(f"error: unexpected {type(exc).__name__}: {_safe(str(exc))} "
               "(set SCHOLARFLOW_DEBUG=1 for details)", file=sys.stderr)
         return EXIT_RUN_FAILED
+
+
+def _debug() -> bool:
+    return bool(os.environ.get("SCHOLARFLOW_DEBUG"))
 
 
 def _safe(message: str) -> str:

@@ -38,12 +38,13 @@ class _Errors:
 class TerminalRenderer(_Errors):
     """Prints stream events for a person: the answer as it streams, progress and thoughts dimmed."""
 
-    def __init__(self, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> None:
+    def __init__(self, out: TextIO | None = None, err: TextIO | None = None) -> None:
         super().__init__()
-        self.out = out
-        self.err = err
-        self.color = err.isatty()
-        self.out_tty = out.isatty()
+        # Looked up now, not at import: a caller (a test) may have replaced them since.
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+        self.color = self.err.isatty()
+        self.out_tty = self.out.isatty()
         self.answered = False
         self.in_delta = False
         self.summaries_total = 0
@@ -121,9 +122,9 @@ class TerminalRenderer(_Errors):
 class JsonRenderer(_Errors):
     """One JSON object per event per line; the last is final_answer (or error)."""
 
-    def __init__(self, out: TextIO = sys.stdout) -> None:
+    def __init__(self, out: TextIO | None = None) -> None:
         super().__init__()
-        self.out = out
+        self.out = out or sys.stdout
         self.final: dict[str, Any] | None = None
 
     def handle(self, event: dict[str, Any]) -> None:
@@ -132,3 +133,17 @@ class JsonRenderer(_Errors):
             self.final = event
         self.out.write(safe_json(event) + "\n")
         self.out.flush()
+
+
+def plan_review_text(review: dict[str, Any]) -> str:
+    """The plan a run paused on (`--review-plan`), for a person to approve, edit or comment:
+    its sub-questions, numbered as an edit gives them, and the recall steps."""
+    lines = [f"plan for review: {safe_text(review.get('question') or '')}", "sub-questions:"]
+    lines += [f"  {n}. {safe_text(q)}"
+              for n, q in enumerate(review.get("sub_questions") or [], start=1)]
+    lines.append("steps:")
+    for step in review.get("plan") or []:
+        queries = " | ".join(safe_text(q) for q in step.get("queries") or [])
+        where = f" (document {safe_text(step['doc_id'])})" if step.get("doc_id") else ""
+        lines.append(f"  {step.get('step')}. search: {queries}{where}")
+    return "\n".join(lines)

@@ -14,12 +14,13 @@ import os
 from dataclasses import MISSING, Field, dataclass, field, fields, make_dataclass
 from functools import cache
 from types import UnionType
-from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
-
-from langgraph.runtime import Runtime
+from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from scholarflow.endpoints import check_endpoints
 from scholarflow.errors import ConfigurationError, InvalidContextError
+
+if TYPE_CHECKING:  # annotations only: `sessions`, `--help` and bad requests skip langgraph
+    from langgraph.runtime import Runtime
 
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_MAX_CONCURRENT_LLM_CALLS = 10
@@ -145,6 +146,11 @@ class Context:
     )
     refresh_summary_cache: bool = field(
         default=False, metadata=_doc("Regenerate document summaries even when cached.")
+    )
+    review_plan: bool = field(
+        default=False,
+        metadata=_doc("Pause after plan_generation for a person to approve, edit or comment "
+                      "on the plan (chunk_recall; the run needs a checkpointer and a thread)."),
     )
 
     def __post_init__(self) -> None:

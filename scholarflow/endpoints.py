@@ -10,8 +10,6 @@ from __future__ import annotations
 import os
 from urllib.parse import urlsplit
 
-import httpx
-
 from scholarflow.errors import ConfigurationError
 
 OPENAI_BASE_URL_ENV = "OPENAI_BASE_URL"
@@ -23,6 +21,8 @@ EXAMPLE = "http://localhost:8000/v1"
 def check_endpoint(url: str, setting: str) -> str:
     """`url` when it is an http(s) URL with a host and a valid port; else a
     ConfigurationError naming `setting`, the URL shown without its password."""
+    import httpx  # here: every command builds a Context, not every one needs httpx
+
     try:
         parts = urlsplit(url.strip())
         usable = (parts.scheme.lower() in ("http", "https") and bool(parts.hostname)

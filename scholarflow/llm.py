@@ -8,6 +8,13 @@ out typed: `RetryableLLMError` (429 as its `RateLimitedLLMError`, 5xx,
 timeouts, dropped connections), retried by the nodes' `LLM_RETRY` policy, and
 `FatalLLMError`. The client's own retries are off so
 that the node policy is the only retry layer and a backoff never holds a slot.
+
+LangGraph's `messages` stream mode shows every chat model run of a node unless
+the run is tagged `TAG_NOSTREAM`. So every model call here is tagged: the reader
+is meant to see only the answer, `stream(..., visible=True)`, and that goes out
+through `AnswerRelay` (llm_relay.py), a chat model run whose tokens are the text
+as the reader gets it (after a `TextFilter`), so the streamed message adds up to
+the answer saved in the thread (session_save gives it the same id).
 """
 
 from __future__ import annotations
@@ -15,15 +22,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 import openai
 from langchain_core.messages import AIMessage, AIMessageChunk
+from langchain_core.runnables import RunnableConfig
 from langchain_openai import ChatOpenAI
+from langgraph.constants import TAG_NOSTREAM
 from langgraph.runtime import get_runtime
 from langgraph.types import RetryPolicy
 
@@ -42,6 +51,7 @@ from scholarflow.errors import (
 )
 from scholarflow.llm_limiter import LLMLimiter as LLMLimiter  # re-exported: its old home
 from scholarflow.llm_limiter import retry_after_seconds
+from scholarflow.llm_relay import AnswerRelay
 from scholarflow.prompt_guard import check_prompt
 from scholarflow.scrub import scrub_secrets
 from scholarflow.sessions.services import redact_url
@@ -96,6 +106,27 @@ class LLMResult:
     text: str
     usage: LLMUsage
     reasoning: str = ""
+    # The id of the message `messages` stream mode showed (stream(visible=True)); None
+    # when nothing was shown. The answer saved in the thread takes it, so a client
+    # that saw the tokens gets that message, not a second one.
+    message_id: str | None = None
+
+
+class TextFilter(Protocol):
+    """Rewrites streamed text before anyone sees it (e.g. citations.CitationFilter)."""
+
+    def feed(self, text: str) -> str:
+        """What of the text so far can go out now (it may hold some back)."""
+        ...
+
+    def flush(self) -> str:
+        """What it held back, and anything to add at the end, once the model is done."""
+        ...
+
+
+def _hidden(node: str) -> RunnableConfig:
+    """The config of a model call that `messages` stream mode must not show."""
+    return {"tags": [TAG_NOSTREAM], "run_name": node}
 
 
 def chat_model(ctx: Context) -> ChatOpenAI:
@@ -220,13 +251,14 @@ def _usage(node: str, ctx: Context, message: AIMessage | None, started: float) -
 
 
 async def complete(ctx: Context, prompt: Prompt, *, node: str) -> LLMResult:
-    """One non-streamed call through the limiter."""
+    """One non-streamed call through the limiter; never shown in `messages` stream mode
+    (intent, planning, translations, summaries, partial reports, compression)."""
     model = chat_model(ctx)
     check_prompt(ctx, prompt, model.max_tokens)  # never send what the window cannot hold
     async with limiter(ctx).slot():
         started = time.perf_counter()
         try:
-            message = await model.ainvoke(list(prompt))
+            message = await model.ainvoke(list(prompt), config=_hidden(node))
         except Exception as exc:
             raise translate_error(exc, ctx) from exc
     return LLMResult(text=message.text, usage=_usage(node, ctx, message, started))
@@ -239,40 +271,107 @@ async def stream(
     node: str,
     on_text: Callable[[str], None],
     on_reasoning: Callable[[str], None] | None = None,
+    visible: bool = False,
+    text_filter: TextFilter | None = None,
 ) -> LLMResult:
-    """One streamed call through the limiter; `on_text` gets each piece as it arrives.
+    """One streamed call through the limiter; `on_text` gets each piece as it goes out.
 
-    A failure after text went out is fatal: retrying would repeat what the
-    reader already saw.
+    `visible`: the answer the user reads; its text streams in `messages` stream mode
+    too, as one message whose id is the result's `message_id`. Everything else stays
+    hidden. `text_filter` rewrites the text before anyone sees it, so what streamed
+    in any mode is exactly the result's `text`. A failure after text went out is
+    fatal: retrying would repeat what the reader already saw.
     """
     model = chat_model(ctx)
     check_prompt(ctx, prompt, model.max_tokens)  # never send what the window cannot hold
-    parts: list[str] = []
-    reasoning: list[str] = []
-    last_usage: AIMessageChunk | None = None
+    call = _StreamCall(ctx, model, prompt, node, on_text, on_reasoning, text_filter)
+    message_id = None
     async with limiter(ctx).slot():
         started = time.perf_counter()
+        if visible:
+            message_id = await call.relay()
+        else:
+            async for _ in call.pieces():
+                pass
+    return LLMResult(
+        text=call.text,
+        usage=_usage(node, ctx, call.last_usage, started),
+        reasoning="".join(call.reasoning),
+        message_id=message_id,
+    )
+
+
+class _Unanswered(Exception):
+    """The model gave only whitespace: the visible run ends showing no message."""
+
+
+class _StreamCall:
+    """One streamed model call (hidden) and the text it shows the reader."""
+
+    def __init__(self, ctx: Context, model: ChatOpenAI, prompt: Prompt, node: str,
+                 on_text: Callable[[str], None], on_reasoning: Callable[[str], None] | None,
+                 text_filter: TextFilter | None) -> None:
+        self.ctx, self.model, self.prompt, self.node = ctx, model, prompt, node
+        self.on_text, self.on_reasoning, self.text_filter = on_text, on_reasoning, text_filter
+        self.sent: list[str] = []
+        # Leading whitespace waits for text: an answer of nothing but whitespace is an
+        # empty answer (retried), and must not have shown a blank message first.
+        self.held = ""
+        self.reasoning: list[str] = []
+        self.last_usage: AIMessageChunk | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(self.sent) + self.held
+
+    async def relay(self) -> str | None:
+        """Stream through an `AnswerRelay` run; the id of the message it showed."""
+        relay = AnswerRelay.of(self.ctx.model_name or "", self._shown())
         try:
-            async for chunk in model.astream(list(prompt)):
+            # Its input is only the question: the hidden call's trace has the whole prompt.
+            message = await relay.ainvoke(list(self.prompt)[-1:],
+                                          config={"run_name": self.node})
+        except _Unanswered:
+            return None
+        return message.id
+
+    async def _shown(self) -> AsyncIterator[str]:
+        async for piece in self.pieces():
+            yield piece
+        if not self.sent:
+            raise _Unanswered
+
+    async def pieces(self) -> AsyncIterator[str]:
+        """The text as the reader gets it, piece by piece; the model run itself is hidden."""
+        filt = self.text_filter
+        try:
+            async for chunk in self.model.astream(list(self.prompt), config=_hidden(self.node)):
                 if chunk.usage_metadata:  # arrives once, in the last chunk
-                    last_usage = chunk
+                    self.last_usage = chunk
                 thought = chunk.additional_kwargs.get("reasoning_content")
-                if thought and on_reasoning is not None:
-                    reasoning.append(str(thought))
-                    on_reasoning(str(thought))
-                if text := chunk.text:
-                    parts.append(text)
-                    on_text(text)
+                if thought and self.on_reasoning is not None:
+                    self.reasoning.append(str(thought))
+                    self.on_reasoning(str(thought))
+                if (text := chunk.text) and (piece := self._out(filt.feed(text) if filt
+                                                                 else text)):
+                    yield piece
         except Exception as exc:
-            error = translate_error(exc, ctx)
-            if parts and isinstance(error, RetryableLLMError):
+            error = translate_error(exc, self.ctx)
+            if self.sent and isinstance(error, RetryableLLMError):
                 raise FatalLLMError(f"the answer stream broke off: {error}") from exc
             raise error from exc
-    return LLMResult(
-        text="".join(parts),
-        usage=_usage(node, ctx, last_usage, started),
-        reasoning="".join(reasoning),
-    )
+        if filt is not None and (piece := self._out(filt.flush())):
+            yield piece
+
+    def _out(self, text: str) -> str:
+        """`text` to send now (given to `on_text`), or "" while there is only whitespace."""
+        if not self.sent and not (self.held + text).strip():
+            self.held += text
+            return ""
+        piece, self.held = self.held + text, ""
+        self.sent.append(piece)
+        self.on_text(piece)
+        return piece
 
 
 def usage_update(*results: LLMResult) -> dict[str, Any]:

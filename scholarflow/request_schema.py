@@ -23,7 +23,7 @@ from pydantic_core import ErrorDetails
 
 from scholarflow.errors import InvalidRequestError
 from scholarflow.intents import Intent
-from scholarflow.sessions.store import check_session_id
+from scholarflow.sessions.models import check_session_id
 from scholarflow.state import InputState
 from scholarflow.tools.index import InvalidKnowledgeBaseNameError, check_kb_name
 
@@ -77,9 +77,16 @@ def check_request_values(request: Mapping[str, Any]) -> str | None:
     Also request_init's defence in depth: a state that skipped the graph's entry
     (`Command(update=...)`) is checked again there.
     """
+    for field in ("query", "content", "kb", "mode_type", "session_id"):
+        if isinstance(value := request.get(field), str) and "\x00" in value:
+            # PostgreSQL cannot store it in a checkpoint, and no text needs it.
+            raise _refused(f"{field} contains a NUL character (\\x00); remove it")
     query = request.get("query")
     if query is None and request.get("messages"):
         query = None
+    elif query is None:
+        raise _refused('query is missing; pass {"query": "your question"}, or the question '
+                       'as a human message in messages')
     elif not isinstance(query, str) or not query.strip():
         raise _refused("query is empty; ask something, e.g. 'summarize this paper', or send "
                        "it as a human message in messages")

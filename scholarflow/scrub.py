@@ -11,7 +11,7 @@
 - what looks like a credential whoever it belongs to: `Bearer ...`, `sk-...`,
   `api_key=...`.
 
-The node wrapper (graph/guard.py), the error handler (nodes/errors.py), the
+The node wrapper (nodes/guard.py), the error handler (nodes/errors.py), the
 CLI's error line and the log filter all call it, so one place decides what a
 secret is.
 """
@@ -24,8 +24,6 @@ import re
 import traceback
 from collections.abc import Iterable
 from urllib.parse import quote, quote_plus, unquote
-
-from scholarflow.sessions.services import scrub_env_urls
 
 MASK = "***"
 # Environment variables whose values are secrets: the documented keys and the usual names.
@@ -71,6 +69,8 @@ def scrub_secrets(text: str, *extra: str | None) -> str:
                          key=lambda s: (-len(s), s)):
         if secret in text:
             text = _mask(text, secret)
+    from scholarflow.sessions.services import scrub_env_urls  # late: sessions imports a lot
+
     text = scrub_env_urls(text)
     text = _URL_PASSWORD.sub(lambda m: f"{m[1]}:{MASK}@" if m[2] else m[0], text)
     text = _BEARER.sub(lambda m: f"{m[1]} {MASK}", text)

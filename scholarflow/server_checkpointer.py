@@ -12,11 +12,15 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from scholarflow.checkpoints import prepare_postgres
+
+if TYPE_CHECKING:
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from scholarflow.errors import ConfigurationError
 from scholarflow.sessions.services import (
     DATABASE_URL_ENV,
@@ -88,6 +92,36 @@ async def make_checkpointer() -> AsyncIterator[BaseCheckpointSaver[str]]:
         await pool.close()
         raise unreachable("PostgreSQL", DATABASE_URL_ENV, url, exc) from None
     try:
-        yield AsyncPostgresSaver(pool)
+        yield _copying_saver()(pool)
     finally:
         await pool.close()
+
+
+# The tables a thread lives in; `thread_id` is a column of each.
+_THREAD_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
+
+
+@cache
+def _copying_saver() -> type[AsyncPostgresSaver]:
+    """AsyncPostgresSaver with `acopy_thread`, which LangGraph server's `threads.copy`
+    calls and AsyncPostgresSaver lacks. Defined on first use: the driver is imported lazily."""
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+    class CopyingPostgresSaver(AsyncPostgresSaver):
+        async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+            """Copy every checkpoint, blob and write of the thread, in one transaction:
+            the whole parent chain, since `messages` (a DeltaChannel) is rebuilt from it."""
+            async with self._cursor() as cur, cur.connection.transaction():
+                for table in _THREAD_TABLES:
+                    names = await (await cur.execute(
+                        "SELECT column_name FROM information_schema.columns WHERE "
+                        "table_name = %s AND table_schema = current_schema() "
+                        "ORDER BY ordinal_position", (table,))).fetchall()
+                    others = ", ".join(f'"{row["column_name"]}"' for row in names
+                                       if row["column_name"] != "thread_id")
+                    await cur.execute(  # the names come from the catalogue, quoted
+                        f"INSERT INTO {table} (thread_id, {others}) "
+                        f"SELECT %s, {others} FROM {table} WHERE thread_id = %s",
+                        (str(target_thread_id), str(source_thread_id)))
+
+    return CopyingPostgresSaver

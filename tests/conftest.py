@@ -75,20 +75,39 @@ def small_context() -> Context:
                    system_tokens_estimate=500)
 
 
+_threads: Any = None
+
+
 async def run_graph(
     payload: dict[str, Any], context: Context | None = None
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Run the graph once: (output state, every custom event, subgraphs included)."""
-    graph = build_graph()
+    """Run the graph once on a new thread: (its state at the end, every custom event,
+    subgraphs included). A run that fails raises its typed error: this checks that it did,
+    with the message the state's `error` says, and returns the state all the same."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from scholarflow.errors import ScholarflowError
+
+    global _threads
+    _threads = _threads or InMemorySaver()  # one for all: a session_id continues its thread
+    graph = build_graph(checkpointer=_threads)
+    config: Any = {"configurable": {"thread_id": payload.get("session_id") or uuid.uuid4().hex}}
     events: list[dict[str, Any]] = []
-    final: dict[str, Any] = {}
-    async for _ns, mode, chunk in graph.astream(
-        payload, context=context, stream_mode=["custom", "values"], subgraphs=True  # type: ignore[arg-type]
-    ):
-        if mode == "custom":
-            events.append(chunk)
-        elif not _ns:
-            final = chunk
+    raised: ScholarflowError | None = None
+    try:
+        async for _ns, mode, chunk in graph.astream(
+            payload, config, context=context, stream_mode=["custom", "values"],
+            subgraphs=True,
+        ):
+            if mode == "custom":
+                events.append(chunk)
+    except ScholarflowError as exc:
+        raised = exc
+    final = dict((await graph.aget_state(config)).values)
+    if raised is not None and not final.get("error"):
+        raise raised  # refused before the run started (the request's validation)
+    if final.get("error"):
+        assert raised is not None and str(raised) == final["error"], (raised, final["error"])
     return final, events
 
 
@@ -172,3 +191,33 @@ def redis_doc_prefix(redis_url: str) -> Iterator[str]:
     if keys:
         client.delete(*keys)
     client.close()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under pytest-xdist (scripts/test.sh runs -n 3): each module runs on one worker, so
+    its module-scoped servers and fixtures start once; and the modules that use the test
+    PostgreSQL database or `langgraph dev` all run on one worker, one after another, as
+    without xdist: they share the database's public schema (an open transaction there holds
+    up CREATE INDEX CONCURRENTLY anywhere in it) and ./.langgraph_api (every `langgraph dev`
+    started in the repository keeps its threads there)."""
+    import re
+    from functools import cache
+
+    from xdist.scheduler import LoadScopeScheduling
+
+    shared = re.compile(r"langgraph_dev|postgres_url|pg_schema|TEST_DATABASE_URL")
+
+    @cache
+    def uses_shared_services(path: str) -> bool:
+        try:
+            return bool(shared.search((config.rootpath / path).read_text(encoding="utf-8")))
+        except OSError:
+            return False
+
+    class Scheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "shared services" if uses_shared_services(path) else path
+
+    return Scheduling(config, log)

@@ -74,7 +74,7 @@ async def test_full_content_prompt_fits_with_a_long_history(fake_llm: FakeOpenAI
     ctx = Context(max_context_tokens=20_000, reserved_answer_tokens=4_000,
                   system_tokens_estimate=1_000)
     out, _ = await run_graph({"query": "hello"}, ctx)
-    session = out["session_id"]
+    session = out["session"]["session_id"]
     for _ in range(3):
         await run_graph({"query": "Tell me more " + "please " * 300, "session_id": session}, ctx)
     out, _ = await run_graph({"query": "What learning rate did they use?", "session_id": session,

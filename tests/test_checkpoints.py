@@ -18,7 +18,7 @@ from langchain_core.runnables import RunnableConfig
 
 from scholarflow import build_graph
 from scholarflow.checkpoints import CHECKPOINTS_FILENAME, open_checkpointer, thread_config
-from scholarflow.errors import BackendUnavailableError
+from scholarflow.errors import BackendUnavailableError, InputError
 from scholarflow.graph import ScholarflowGraph
 from scholarflow.graph import graph as served_graph
 from scholarflow.testing import FakeOpenAIServer
@@ -67,8 +67,8 @@ async def test_each_run_of_a_thread_starts_clean(fake_llm: FakeOpenAIServer) -> 
         assert values["recalled"] and values["completed_steps"]
 
         # 2: the same session, three documents summarised.
-        out2 = await _run(graph, {"query": "Summarize these papers", "session_id":
-                                  out1["session_id"], "document_contents": _docs(3),
+        out2 = await _run(graph, {"query": "Summarize these papers",
+                                  "document_contents": _docs(3),
                                   "mode_type": "LITERATURE_SUMMARY"}, config)
         calls2 = fake_llm.stats().chat_calls - calls1
         assert out2["strategy"] == "multi_doc_summary" and out2["error"] is None
@@ -79,18 +79,22 @@ async def test_each_run_of_a_thread_starts_clean(fake_llm: FakeOpenAIServer) -> 
         assert sorted(values["document_summaries"]) == ["paper-0", "paper-1", "paper-2"]
         assert values["recalled"] == [] and values["completed_steps"] == []
         # The request's inputs end with the run: run 3 does not inherit them.
-        assert values["document_contents"] == {} and values["mode_type"] is None
+        assert "document_contents" not in values and "mode_type" not in values
 
         # 3: plain chat, no documents and no mode given.
         out3 = await _run(graph, {"query": "thanks, that helps"}, config)
-        assert out3["session_id"] == out1["session_id"]  # the thread keeps its session
+        thread = config["configurable"]["thread_id"]
+        assert out3["session"]["session_id"] == out1["session"]["session_id"] == thread
+        assert out3["session"]["message_count"] == 6  # the thread is the session
         assert (out3["detected_intent"], out3["strategy"]) == ("SIMPLE_INTERACTION", None)
         assert len(out3["usage"]) == fake_llm.stats().chat_calls - calls1 - calls2 == 1
         assert (await graph.aget_state(config)).values["document_summaries"] == {}
 
         # 4: a run that fails in request_init still shows nothing of run 3.
         # (An empty question is refused before the run starts: tests/hostile.)
-        out4 = await _run(graph, {"query": "hi", "session_id": "no-such-session"}, config)
+        with pytest.raises(InputError, match="no knowledge base 'default'"):
+            await _run(graph, {"query": "hi", "doc_ids": ["nope"]}, config)
+        out4 = (await graph.aget_state(config)).values
         assert out4["error"] and out4["answer"] == "" and out4["usage"] == []
         assert out4["detected_intent"] is None and out4["strategy"] is None
 
@@ -216,34 +220,35 @@ def test_cli_persists_each_run_in_the_sessions_thread(
     env = {**llm_env(llm_server, home), "OPENAI_API_KEY": secret}
     llm_server.reset()
     files = [a for p in _write_docs(tmp_path / "docs", 3) for a in ("--file", p)]
-    first = run(["ask", "Summarize these papers", *files, "--mode", "LITERATURE_SUMMARY",
-                 "--json"], env)
+    # Each process pays its imports: the bad requests run beside the asks.
+    no_pg = {**env, "SCHOLARFLOW_DATABASE_URL": "postgresql://postgres@127.0.0.1:9/test"}
+    first, unknown, unreachable = run_many([
+        (["ask", "Summarize these papers", *files, "--mode", "LITERATURE_SUMMARY",
+          "--session", "papers", "--json"], env),
+        (["resume", "no-such-session"], env), (["ask", "hello"], no_pg),
+    ])
     assert first.returncode == 0, first.describe()
+    assert first.stderr == "note: session papers is new\n", first.describe()
+    assert_one_error_line(unknown, mentions="no session 'no-such-session'")
+    assert_one_error_line(unreachable, mentions="SCHOLARFLOW_DATABASE_URL")
     session = first.json_lines()[-1]["session_id"]
-    second = run(["ask", "thanks", "--session", session, "--json"], env)
+    second, nothing = run_many([(["ask", "thanks", "--session", session, "--json"], env),
+                                (["resume", session], env)])
     assert second.returncode == 0, second.describe()
     final = second.json_lines()[-1]
     assert (final["session_id"], final["strategy"]) == (session, None)
+    # Run beside `ask`, resume found the lock held or the run finished: either way, one line.
+    assert_one_error_line(nothing, mentions=session)
 
     with sqlite3.connect(home / CHECKPOINTS_FILENAME) as db:
         threads = {t for (t,) in db.execute("SELECT DISTINCT thread_id FROM checkpoints")}
         kept = db.execute("SELECT count(*), max(json_extract(metadata, '$.step')) "
-                          "FROM checkpoints").fetchone()
-    # One thread, the session; both runs in it (the step count goes on), and once each
-    # run finished its intermediate checkpoints were compacted away: only the last is kept.
-    assert threads == {session} and kept[0] == 1 and kept[1] > 8, kept
+                          "FROM checkpoints WHERE checkpoint_ns = ''").fetchone()
+    # One thread, the session; both runs in it (the step count goes on), every step's
+    # checkpoint kept (fork and rollback need them; `messages` is rebuilt from their writes).
+    assert threads == {session} and kept[0] > kept[1] > 8, kept
     # Nothing on disk holds the key: checkpoints (WAL included), sessions, cache.
     assert secret.encode() not in _home_bytes(home)
-
-    # Bad requests, each one error line (run together: each process pays its imports).
-    no_pg = {**env, "SCHOLARFLOW_DATABASE_URL": "postgresql://postgres@127.0.0.1:9/test"}
-    nothing, unknown, unreachable = run_many([
-        (["resume", session], env), (["resume", "no-such-session"], env),
-        (["ask", "hello"], no_pg),
-    ])
-    assert_one_error_line(nothing, mentions="no unfinished run")
-    assert_one_error_line(unknown, mentions="no session 'no-such-session'")
-    assert_one_error_line(unreachable, mentions="SCHOLARFLOW_DATABASE_URL")
 
 
 def _pg_rows(url: str, sql: str, *params: Any) -> list[tuple[Any, ...]]:

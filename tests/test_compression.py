@@ -1,202 +1,127 @@
-"""Context compression (seed 004 §6.1): thresholds, the 70/30 split, folding, failures."""
+"""Context compression (seed 004 §6.1): thresholds, the 70/30 split, folding, failures.
+
+session_save folds the thread's `messages` (conversation.compression_update);
+compression_split says where to cut.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from pathlib import Path
+from typing import Any
 
 import pytest
+from langchain_core.messages import BaseMessage
+from langgraph.graph.message import _messages_delta_reducer
 
-from scholarflow.sessions import (
-    Message,
-    MessageType,
-    SessionNotFoundError,
-    SqliteSessionStore,
-    compression_split,
-    maybe_compress,
+from scholarflow import Context
+from scholarflow.conversation import (
+    active_tokens,
+    answer_message,
+    is_compressed,
+    message_text,
+    message_type,
+    question_message,
 )
+from scholarflow.errors import ScholarflowError
+from scholarflow.nodes.session_save import compress
+from scholarflow.sessions import Message, MessageType, compression_split
+from scholarflow.state import LLMUsage
+from scholarflow.testing import FakeOpenAIServer
 
 U, A, C = MessageType.USER, MessageType.ASSISTANT, MessageType.COMPRESSION
+SUMMARY_RULE = "Summarise the conversation below"
 
 
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SqliteSessionStore]:
-    s = SqliteSessionStore(tmp_path / "scholarflow.db")
-    yield s
-    await s.close()
-
-
-class Summarizer:
-    """Records what it was asked to summarise."""
-
-    def __init__(self, text: str = "SUMMARY") -> None:
-        self.text = text
-        self.calls: list[list[Message]] = []
-
-    async def __call__(self, messages: Sequence[Message]) -> str:
-        self.calls.append(list(messages))
-        return f"{self.text} of {len(messages)} messages"
-
-
-async def fill(store: SqliteSessionStore, sid: str, rounds: int, start: int = 0) -> list[Message]:
-    out = []
+def conversation(rounds: int, start: int = 0) -> list[BaseMessage]:
+    out: list[BaseMessage] = []
     for i in range(start, start + rounds):
-        out.append(await store.add_message(sid, U, f"question {i}: " + "words " * 20))
-        out.append(await store.add_message(sid, A, f"answer {i}: " + "more words " * 40))
+        out.append(question_message(f"question {i}: " + "words " * 20))
+        out.append(answer_message(f"answer {i}: " + "more words " * 40, message_id=None,
+                                  metadata={}))
     return out
 
 
-async def tokens(store: SqliteSessionStore, sid: str) -> int:
-    info = await store.get(sid)
-    assert info is not None
-    return info.total_token_count
+def applied(messages: list[BaseMessage], update: list[BaseMessage]) -> list[Any]:
+    return list(_messages_delta_reducer(messages, [update]))  # as the thread applies it
 
 
-async def test_below_threshold_does_nothing(store: SqliteSessionStore) -> None:
-    sid = (await store.create()).session_id
-    await fill(store, sid, 10)
-    total = await tokens(store, sid)
-    before = await store.messages(sid)
-    summarize = Summarizer()
-    # 0.8 * max is above the total.
-    assert await maybe_compress(
-        store, sid, max_context_tokens=total * 2, summarize=summarize
-    ) is None
-    # Exactly at the threshold is not above it.
-    assert await maybe_compress(
-        store, sid, max_context_tokens=total, ratio=1.0, summarize=summarize
-    ) is None
-    assert summarize.calls == []
-    assert await store.messages(sid) == before
+def ctx_for(messages: list[BaseMessage], factor: float = 1.0) -> Context:
+    """A context whose threshold (0.8 x max_context_tokens) is `factor` x 0.8 x the tokens,
+    with room enough in one prompt for what is folded."""
+    return Context(max_context_tokens=int(active_tokens(messages) * factor),
+                   reserved_answer_tokens=100, system_tokens_estimate=100)
 
 
-async def test_above_threshold_compresses_the_oldest_70_percent(store: SqliteSessionStore) -> None:
-    sid = (await store.create()).session_id
-    stored = await fill(store, sid, 10)  # 20 messages: 14 compressed, 6 kept
-    total = await tokens(store, sid)
-    summarize = Summarizer()
-
-    summary = await maybe_compress(
-        store, sid, max_context_tokens=total, summarize=summarize  # threshold 0.8 * total
-    )
-
-    assert summary is not None and summary.type is C
-    assert summarize.calls == [stored[:14]]
-    assert summary.content == "SUMMARY of 14 messages"
-    active = await store.messages(sid, active_only=True)
-    assert active[0].id == summary.id
-    assert [m.id for m in active[1:]] == [m.id for m in stored[14:]]
-    assert [m.compressed for m in await store.messages(sid)] == [True] * 14 + [False] * 7
-    info = await store.get(sid)
-    assert info is not None
-    assert info.total_token_count < total
-    assert info.total_token_count == sum(m.token_count for m in active)
-    assert info.message_count == 21
+def texts(messages: list[Any]) -> list[tuple[MessageType | None, str, bool]]:
+    return [(message_type(m), message_text(m)[:11], is_compressed(m)) for m in messages]
 
 
-async def test_second_compression_folds_the_first_summary(store: SqliteSessionStore) -> None:
-    sid = (await store.create()).session_id
-    await fill(store, sid, 10)
-    first = await maybe_compress(
-        store, sid, max_context_tokens=await tokens(store, sid), summarize=Summarizer("FIRST")
-    )
-    assert first is not None
-    await fill(store, sid, 6, start=10)
-    active_before = await store.messages(sid, active_only=True)  # summary + 6 + 12 = 19
-    summarize = Summarizer("SECOND")
-
-    second = await maybe_compress(
-        store, sid, max_context_tokens=await tokens(store, sid), summarize=summarize
-    )
-
-    assert second is not None
-    folded = summarize.calls[0]
-    assert folded[0].id == first.id  # the old summary is summarised again
-    assert folded == active_before[: len(folded)]
-    active = await store.messages(sid, active_only=True)
-    assert [m.type for m in active].count(C) == 1
-    assert active[0].id == second.id
-    assert active[1].type is U  # the cut fell on a round boundary
-    everything = {m.id: m for m in await store.messages(sid)}
-    assert everything[first.id].compressed
+async def test_below_threshold_does_nothing(fake_llm: FakeOpenAIServer) -> None:
+    messages = conversation(10)
+    usage: list[LLMUsage] = []
+    # 0.8 x (1.25 x total) is the total: not above it.
+    assert await compress(ctx_for(messages, 1.25), messages, usage) is None
+    assert usage == [] and fake_llm.stats().chat_calls == 0
 
 
-async def test_failing_summarize_changes_nothing(store: SqliteSessionStore) -> None:
-    sid = (await store.create()).session_id
-    await fill(store, sid, 5)
-    before = (await store.messages(sid), await store.get(sid))
-
-    async def broken(messages: Sequence[Message]) -> str:
-        raise RuntimeError("the model is down")
-
-    with pytest.raises(RuntimeError, match="the model is down"):
-        await maybe_compress(store, sid, max_context_tokens=10, summarize=broken)
-    assert (await store.messages(sid), await store.get(sid)) == before
-
-
-async def test_blank_summary_changes_nothing(store: SqliteSessionStore) -> None:
-    sid = (await store.create()).session_id
-    await fill(store, sid, 5)
-    before = await store.messages(sid)
-
-    async def blank(messages: Sequence[Message]) -> str:
-        return "  "
-
-    with pytest.raises(ValueError):
-        await maybe_compress(store, sid, max_context_tokens=10, summarize=blank)
-    assert await store.messages(sid) == before
+async def test_above_threshold_folds_the_oldest_70_percent(fake_llm: FakeOpenAIServer) -> None:
+    fake_llm.configure(rules=[{"match": SUMMARY_RULE, "reply": "SUMMARY"}])
+    messages = conversation(10)  # 20 messages: 14 folded, 6 kept
+    usage: list[LLMUsage] = []
+    update = await compress(ctx_for(messages), messages, usage)
+    assert update is not None and len(usage) == 1
+    prompt = str(fake_llm.stats().requests[-1]["messages"])
+    assert "question 6:" in prompt and "question 7:" not in prompt  # only what is folded
+    after = applied(messages, update)
+    assert [m.id for m in after[:14]] == [m.id for m in messages[:14]]
+    assert [is_compressed(m) for m in after] == [True] * 14 + [False] * 7
+    assert (message_type(after[14]), message_text(after[14])) == (C, "SUMMARY")
+    assert [m.id for m in after[15:]] == [m.id for m in messages[14:]]  # kept, in order
+    assert active_tokens(after) < active_tokens(messages)
 
 
-async def test_a_concurrent_compression_wins_quietly(store: SqliteSessionStore) -> None:
-    sid = (await store.create()).session_id
-    await fill(store, sid, 10)
-
-    async def racing(messages: Sequence[Message]) -> str:
-        # Another run compresses the same messages while this one summarises.
-        await store.compress(sid, [m.id for m in messages], "the other run's summary")
-        return "too late"
-
-    assert await maybe_compress(store, sid, max_context_tokens=10, summarize=racing) is None
-    active = await store.messages(sid, active_only=True)
-    assert [m.content for m in active if m.type is C] == ["the other run's summary"]
-
-
-async def test_single_round_is_split_rather_than_left_alone(store: SqliteSessionStore) -> None:
-    sid = (await store.create()).session_id
-    question = await store.add_message(sid, U, "a very long question " * 50)
-    answer = await store.add_message(sid, A, "a very long answer " * 50)
-    summarize = Summarizer()
-    summary = await maybe_compress(store, sid, max_context_tokens=10, summarize=summarize)
-    assert summary is not None
-    assert summarize.calls == [[question]]
-    assert [m.id for m in await store.messages(sid, active_only=True)] == [summary.id, answer.id]
+async def test_second_compression_folds_the_first_summary(fake_llm: FakeOpenAIServer) -> None:
+    fake_llm.configure(rules=[{"match": SUMMARY_RULE, "reply": "FIRST", "times": 1},
+                              {"match": SUMMARY_RULE, "reply": "SECOND"}])
+    first = conversation(10)
+    first = applied(first, await compress(ctx_for(first), first, []) or [])
+    messages = first + conversation(6, start=10)
+    update = await compress(ctx_for(messages), messages, [])
+    assert update is not None
+    assert "FIRST" in str(fake_llm.stats().requests[-1]["messages"])  # summarised again
+    after = applied(messages, update)
+    active = [m for m in after if not is_compressed(m)]
+    assert [message_text(m) for m in active if message_type(m) is C] == ["SECOND"]
+    assert message_type(active[0]) is C and message_type(active[1]) is U  # a round boundary
+    assert sum(message_type(m) is C for m in after) == 2  # the first stays, compressed
 
 
-async def test_one_message_cannot_be_compressed(store: SqliteSessionStore) -> None:
-    sid = (await store.create()).session_id
-    await store.add_message(sid, U, "huge " * 500)
-    assert await maybe_compress(store, sid, max_context_tokens=10, summarize=Summarizer()) is None
+async def test_a_failed_summary_leaves_the_messages_alone(fake_llm: FakeOpenAIServer) -> None:
+    fake_llm.configure(fail_first_n=10, fail_status=401)
+    messages = conversation(5)
+    before = texts(messages)
+    with pytest.raises(ScholarflowError):  # session_save logs it; the answer is saved
+        await compress(ctx_for(messages), messages, [])
+    assert texts(messages) == before
 
 
-async def test_unknown_session(store: SqliteSessionStore) -> None:
-    with pytest.raises(SessionNotFoundError):
-        await maybe_compress(store, "missing", max_context_tokens=10, summarize=Summarizer())
+async def test_a_window_too_small_to_summarise_in_is_left_alone(fake_llm: FakeOpenAIServer
+                                                                ) -> None:
+    """Each folded message would get a few tokens of the prompt: nothing to summarise."""
+    messages = conversation(5)
+    assert await compress(ctx_for(messages, 0.5), messages, []) is None
+    assert fake_llm.stats().chat_calls == 0
 
 
-@pytest.mark.parametrize(
-    "kwargs",
-    [
-        {"max_context_tokens": 0},
-        {"max_context_tokens": 100, "ratio": 0},
-        {"max_context_tokens": 100, "ratio": 1.5},
-        {"max_context_tokens": 100, "keep_fraction": 0},
-        {"max_context_tokens": 100, "keep_fraction": 1},
-    ],
-)
-async def test_bad_parameters(store: SqliteSessionStore, kwargs: dict[str, float]) -> None:
-    sid = (await store.create()).session_id
-    with pytest.raises(ValueError):
-        await maybe_compress(store, sid, summarize=Summarizer(), **kwargs)  # type: ignore[arg-type]
+async def test_a_single_round_is_split_rather_than_left_alone(fake_llm: FakeOpenAIServer
+                                                              ) -> None:
+    messages = [question_message("a very long question " * 50),
+                answer_message("a very long answer " * 50, message_id=None, metadata={})]
+    update = await compress(ctx_for(messages, 0.5), messages, [])
+    assert update is not None
+    assert [(t, c) for t, _, c in texts(applied(messages, update))] == [
+        (U, True), (C, False), (A, False)]
+    alone = messages[:1]
+    assert await compress(ctx_for(alone, 0.5), alone, []) is None  # nothing to keep
 
 
 def _msgs(types: str) -> list[Message]:

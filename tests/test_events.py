@@ -63,9 +63,9 @@ async def test_thinking_is_bracketed_and_can_be_turned_off(fake_llm: FakeOpenAIS
 async def test_a_failing_node_sends_node_error_then_error(fake_llm: FakeOpenAIServer) -> None:
     # A valid request (an empty question is refused before the run: tests/hostile) that
     # request_init cannot serve.
-    out, events = await run_graph({"query": "hi", "session_id": "no-such-session"})
+    out, events = await run_graph({"query": "hi", "kb": "missing"})
     assert types(events)[-1] == "error"
-    assert events[-1]["message"].startswith("no session 'no-such-session'")
+    assert events[-1]["message"].startswith("no knowledge base 'missing'")
     assert out["error"] == events[-1]["message"]
     node_errors = [e for e in events if e["type"] == "node_error"]
     assert node_errors[0]["node"] == "request_init"

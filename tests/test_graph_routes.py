@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from scholarflow import Context
+from scholarflow.conversation import as_session_messages
 from scholarflow.sessions.models import MessageType
-from scholarflow.sessions.registry import session_store
 from scholarflow.testing import FakeOpenAIServer
 from tests.conftest import INTENT_RULE, SUMMARY_RULE, paper, run_graph, types
 
@@ -18,7 +18,7 @@ async def test_no_documents_goes_to_chat_and_saves_the_turn(fake_llm: FakeOpenAI
     assert out["strategy"] is None
     assert "".join(e["content"] for e in events if e["type"] == "answer_chunk") == out["answer"]
     assert types(events)[-1] == "final_answer"
-    messages = await session_store().messages(out["session_id"])
+    messages = as_session_messages(out["messages"])
     assert [(m.type, m.content) for m in messages] == [
         (MessageType.USER, "hi there"), (MessageType.ASSISTANT, "Hello! I can help."),
     ]
@@ -114,7 +114,7 @@ async def test_recall_that_finds_nothing_is_a_clear_error_and_keeps_the_question
     errors = [e for e in events if e["type"] == "node_error"]
     assert [e["node"] for e in errors] == ["answer_generation"]
     assert types(events)[-1] == "error"
-    messages = await session_store().messages(out["session_id"])
+    messages = as_session_messages(out["messages"])
     assert [m.type for m in messages] == [MessageType.USER]  # the question is kept
 
 

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
+from typing import Any
 
 import pytest
+from langgraph.graph.message import _messages_delta_reducer
 
+from scholarflow.conversation import (
+    answer_message,
+    as_session_messages,
+    compression_update,
+    question_message,
+)
 from scholarflow.sessions import (
     SUMMARY_PREFIX,
     Message,
     MessageType,
-    SqliteSessionStore,
     Stage,
     history_for,
     split_rounds,
@@ -147,22 +152,18 @@ def test_to_chat_messages() -> None:
     assert to_chat_messages([]) == []
 
 
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SqliteSessionStore]:
-    s = SqliteSessionStore(tmp_path / "scholarflow.db")
-    yield s
-    await s.close()
-
-
-async def test_with_a_real_store(store: SqliteSessionStore) -> None:
-    sid = (await store.create()).session_id
-    stored = []
+def test_with_the_threads_messages() -> None:
+    """The windows over a thread's real messages, as session_save folds them."""
+    thread: list[Any] = []
     for i in range(4):
-        stored.append(await store.add_message(sid, U, f"q{i}"))
-        stored.append(await store.add_message(sid, A, f"a{i}"))
-    summary = await store.compress(sid, [m.id for m in stored[:4]], "q0 and q1 were asked")
-    everything = await store.messages(sid)  # compressed originals included on purpose
-    assert ids(history_for(everything, "intent")) == [summary.id, *ids(stored[4:])]
+        thread += [question_message(f"q{i}"),
+                   answer_message(f"a{i}", message_id=None, metadata={})]
+    folded = list(_messages_delta_reducer(thread, [compression_update(thread, 4, "q0, q1")]))
+    everything = as_session_messages(folded)  # compressed originals included on purpose
+    summary = next(m for m in everything if m.type is C)
+    assert ids(history_for(everything, "intent")) == [summary.id, *ids(everything[-4:])]
+    assert [m.content for m in history_for(everything, "intent")] == ["q0, q1", "q2", "a2",
+                                                                       "q3", "a3"]
     assert [r for r, _ in to_chat_messages(history_for(everything, "chat"))] == [
         "system", "user", "assistant", "user", "assistant",
     ]

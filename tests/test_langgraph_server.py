@@ -45,6 +45,13 @@ from tests.langgraph_dev import (
     tail,
     where,
 )
+from tests.studio_checks import (
+    EXPANDED_NODES,
+    drawing_faults,
+    owned_classes,
+    secret_names,
+    undescribed,
+)
 
 QA_RULE = "You answer a precise question"
 INTENT_QA = '{"intent": "LITERATURE_QA", "confidence": 0.9, "reason": "a precise question"}'
@@ -249,16 +256,18 @@ async def test_studio_sees_input_output_and_context_schemas(server: Server) -> N
 
     given = schemas["input_schema"]
     assert given, f"no input schema\n{server.log_tail()}"
-    assert given["required"] == ["query"]
-    assert set(given["properties"]) == {"query", "session_id", "kb", "doc_ids", "content",
-                                        "document_contents", "mode_type", "enable_web_search"}
+    assert not given.get("required")  # `messages` (chat UIs) or `query`
+    assert set(given["properties"]) == {"messages", "query", "session_id", "kb", "doc_ids",
+                                        "content", "document_contents", "mode_type",
+                                        "enable_web_search"}
     out = schemas["output_schema"]
     assert out, f"no output schema\n{server.log_tail()}"
-    assert {"answer", "session_id", "detected_intent", "strategy", "sources"} <= set(
+    assert {"messages", "answer", "session", "detected_intent", "strategy", "sources"} <= set(
         out["properties"])
+    owned = owned_classes()
     for name, schema in (("input", given), ("output", out)):
-        undescribed = [k for k, v in schema["properties"].items() if not v.get("description")]
-        assert not undescribed, f"{name} fields without a description: {undescribed}"
+        missing = list(undescribed(schema, name, owned))
+        assert not missing, f"fields without a description: {missing}"
     assert "LITERATURE_QA" in given["properties"]["mode_type"]["description"]
 
     context = schemas["context_schema"]
@@ -269,9 +278,19 @@ async def test_studio_sees_input_output_and_context_schemas(server: Server) -> N
     assert schemas["state_schema"], "Studio needs the state schema to show the state"
 
     nodes = {n["id"] for n in graph["nodes"]}
-    assert {*FULL_CONTENT_NODES, "simple_interaction", "document_summary",
-            "sub_question_generation", "plan_generation", "execution"} <= nodes, nodes
+    assert {*FULL_CONTENT_NODES, *EXPANDED_NODES, "simple_interaction",
+            "sub_question_generation", "plan_generation"} <= nodes, nodes
+    # xray expands both subgraphs, and draws no error handler or other loose node.
+    assert not drawing_faults(nodes, [(e["source"], e["target"]) for e in graph["edges"]])
     assert {"document_summary", "execution"} <= set(subgraphs), sorted(subgraphs)
+    served = [("scholarflow", schemas), *subgraphs.items()]
+    for ns, sub in served:
+        for kind in ("input_schema", "output_schema", "context_schema"):
+            missing = list(undescribed(sub.get(kind), f"{ns}.{kind}", owned))
+            assert not missing, f"fields without a description: {missing}"
+        shown = {kind: secret_names(sub.get(kind)) for kind in (
+            "input_schema", "output_schema", "state_schema", "config_schema", "context_schema")}
+        assert not any(shown.values()), f"{ns} shows {shown}"
     # Studio shows a subgraph's schemas when one steps into it; pydantic on Python < 3.12
     # builds none from typing.TypedDict (the server only logs "Failed to get ... schema").
     blank = [f"{ns}.{kind}" for ns, sub in subgraphs.items()

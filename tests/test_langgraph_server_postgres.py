@@ -106,7 +106,8 @@ async def test_the_servers_checkpoints_land_in_postgres(
         for run in (first, second):
             assert not run.failures(), f"{run.failures()}\n{pg_server.log_tail()}"
         assert first.values["answer"] == ANSWER
-        assert "Using custom checkpointer: AsyncPostgresSaver" in tail(pg_server.log, 100_000)
+        # Ours: AsyncPostgresSaver with the acopy_thread that threads.copy needs.
+        assert "Using custom checkpointer: CopyingPostgresSaver" in tail(pg_server.log, 100_000)
 
         # Every checkpoint the server shows is a row of the checkpoints table.
         stored = {row[0] for row in _rows(
@@ -220,3 +221,28 @@ async def test_a_setup_held_up_by_an_open_transaction_fails_then_recovers(
                                   "JOIN pg_namespace n ON n.oid = t.relnamespace "
                                   "WHERE n.nspname = %s AND NOT i.indisvalid", schema)
     assert invalid == [], "the interrupted index build was not repaired"
+
+
+async def test_the_checkpointer_copies_a_thread_with_its_whole_conversation(
+    pg_schema_url: str, fake_llm: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`threads.copy` on LangGraph server calls acopy_thread, which AsyncPostgresSaver lacks:
+    the copy must carry every checkpoint and write, or its `messages` (a DeltaChannel,
+    rebuilt from them) would come back empty."""
+    from scholarflow import build_graph
+
+    monkeypatch.setenv("SCHOLARFLOW_DATABASE_URL", pg_schema_url)
+    source, target = f"t-{uuid.uuid4().hex}", f"t-{uuid.uuid4().hex}"
+    async with make_checkpointer() as saver:
+        graph = build_graph(checkpointer=saver)
+        for question in ("first question", "second question"):
+            await graph.ainvoke({"query": question}, {"configurable": {"thread_id": source}})
+        await saver.acopy_thread(source, target)
+        await graph.ainvoke({"query": "only on the copy"}, {"configurable": {"thread_id": target}})
+        original = await graph.aget_state({"configurable": {"thread_id": source}})
+        copy = await graph.aget_state({"configurable": {"thread_id": target}})
+    texts = [m.text for m in copy.values["messages"] if m.type == "human"]
+    assert texts == ["first question", "second question", "only on the copy"]
+    assert [m.text for m in original.values["messages"] if m.type == "human"] == [
+        "first question", "second question"]
+    assert copy.values["session"]["session_id"] == target

@@ -1,106 +1,64 @@
-"""What is particular to PostgreSQL: many writers in separate connections, first use
-racing to create the schema, lost connections, unreachable servers, NUL characters.
+"""What is particular to PostgreSQL: sessions (threads) in its checkpointer opened by many
+at once on a fresh schema, and the summary cache's pool (lost connections, unreachable
+servers, another event loop, a URL that is not PostgreSQL's).
 
-The shared contract (same as SQLite) is in test_sessions.py and test_summary_cache.py.
+`sessions list | show | delete` on PostgreSQL are in test_sessions.py; the cache's shared
+contract (same as SQLite) in test_summary_cache.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-import random
 
 import psycopg
 import pytest
 
+from scholarflow import build_graph
+from scholarflow.checkpoints import latest_checkpoints, open_checkpointer, thread_config
 from scholarflow.errors import BackendUnavailableError, ConfigurationError
-from scholarflow.sessions import (
-    MessageType,
-    PostgresDatabase,
-    PostgresSessionStore,
-    PostgresSummaryCache,
-)
+from scholarflow.sessions import PostgresDatabase, PostgresSummaryCache
+from scholarflow.testing import FakeOpenAIServer
 
-USER, ASSISTANT = MessageType.USER, MessageType.ASSISTANT
-WRITERS = 20
-PER_WRITER = 5
+SESSIONS = 10
 
 
-async def test_twenty_writers_racing_from_first_use_lose_nothing(
-    postgres_url: str, pg_schema: str
+async def test_sessions_started_at_once_on_a_fresh_schema_lose_nothing(
+    fake_llm: FakeOpenAIServer, pg_schema_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Twenty stores, each with its own pool (as twenty processes), start at once on a
-    # schema that does not exist yet: they race to create it, then to write one session.
-    stores = [PostgresSessionStore(PostgresDatabase(postgres_url, schema=pg_schema, max_size=2))
-              for _ in range(WRITERS)]
-    try:
-        await asyncio.gather(*(s.create("shared") for s in stores))
+    # Ten checkpointers (as ten processes: one connection each) race to create the tables,
+    # then each runs one question in a session of its own.
+    monkeypatch.setenv("SCHOLARFLOW_DATABASE_URL", pg_schema_url)
 
-        async def writer(n: int, store: PostgresSessionStore) -> list[str]:
-            sent = []
-            for i in range(PER_WRITER):
-                content = f"writer {n} message {i} " + "words " * random.randint(0, 40)
-                await store.add_message("shared", USER if i % 2 == 0 else ASSISTANT, content)
-                sent.append(content)
-            return sent
+    async def one(n: int) -> None:
+        async with open_checkpointer() as saver:
+            graph = build_graph(checkpointer=saver)
+            await graph.ainvoke({"query": f"hello {n}"}, thread_config(f"session-{n}"))
 
-        sent = await asyncio.gather(*(writer(n, s) for n, s in enumerate(stores)))
-        stored = await stores[0].messages("shared")
-        assert len(stored) == WRITERS * PER_WRITER
-        assert sorted(m.content for m in stored) == sorted(c for batch in sent for c in batch)
-        assert len({m.id for m in stored}) == len(stored)
-        # One order: by id, which is also the order of created_at.
-        assert [m.id for m in stored] == sorted(m.id for m in stored)
-        assert [m.created_at for m in stored] == sorted(m.created_at for m in stored)
-        info = await stores[-1].get("shared")
-        assert info is not None
-        assert info.message_count == WRITERS * PER_WRITER
-        assert info.total_token_count == sum(m.token_count for m in stored)
-        assert info.updated_at == stored[-1].created_at
-        assert info.title.startswith("writer ")
-    finally:
-        for s in stores:
-            await s.close()
-
-
-async def test_compression_racing_with_writers_keeps_the_statistics(
-    postgres_url: str, pg_schema: str
-) -> None:
-    stores = [PostgresSessionStore(postgres_url, schema=pg_schema) for _ in range(4)]
-    try:
-        sid = (await stores[0].create()).session_id
-        first = [await stores[0].add_message(sid, USER, f"old {i}") for i in range(6)]
-        await asyncio.gather(
-            stores[1].compress(sid, [m.id for m in first[:4]], "summary of the old turns"),
-            *(stores[2 + i % 2].add_message(sid, ASSISTANT, f"new {i}") for i in range(10)),
-        )
-        active = await stores[0].messages(sid, active_only=True)
-        every = await stores[0].messages(sid)
-        info = await stores[0].get(sid)
-        assert info is not None
-        assert info.total_token_count == sum(m.token_count for m in active)
-        assert info.message_count == len(every) == 6 + 1 + 10
-        assert active[0].type is MessageType.COMPRESSION
-        assert sum(m.compressed for m in every) == 4
-    finally:
-        for s in stores:
-            await s.close()
+    await asyncio.gather(*(one(n) for n in range(SESSIONS)))
+    async with open_checkpointer() as saver:
+        threads = [t for t, _ in await latest_checkpoints(saver)]
+        assert sorted(threads) == sorted(f"session-{n}" for n in range(SESSIONS))
+        values = (await build_graph(checkpointer=saver).aget_state(
+            thread_config("session-3"))).values
+    assert [m.content for m in values["messages"]] == ["hello 3", "ok: hello 3"]
+    assert values["session"]["message_count"] == 2
 
 
 async def test_connections_killed_by_the_server_are_replaced(
     postgres_url: str, pg_schema: str
 ) -> None:
     database = PostgresDatabase(postgres_url, schema=pg_schema, max_size=1)
-    async with PostgresSessionStore(database) as store:
-        sid = (await store.create()).session_id
-        await store.add_message(sid, USER, "before")
+    async with PostgresSummaryCache(database) as cache:
+        await cache.set("doc_summary:a:1", "before")
         async with database.connection() as conn:  # the pool's only connection
             pid = conn.info.backend_pid
         # An administrator (or a failover) ends it.
         with psycopg.connect(postgres_url, autocommit=True) as admin:
             killed = admin.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone()
         assert killed == (True,)
-        await store.add_message(sid, ASSISTANT, "after")
-        assert [m.content for m in await store.messages(sid)] == ["before", "after"]
+        await cache.set("doc_summary:b:2", "after")
+        assert await cache.get_many(["doc_summary:a:1", "doc_summary:b:2"]) == {
+            "doc_summary:a:1": "before", "doc_summary:b:2": "after"}
 
 
 @pytest.mark.parametrize(
@@ -113,50 +71,36 @@ async def test_connections_killed_by_the_server_are_replaced(
     ids=["refused", "no-database"],
 )
 async def test_unreachable_at_start_is_one_clear_error(url: str, reason: str) -> None:
-    store = PostgresSessionStore(url)
+    cache = PostgresSummaryCache(url)
     with pytest.raises(BackendUnavailableError) as info:
-        await store.create()
+        await cache.get_many(["doc_summary:a:b"])
+    await cache.close()
     shown = url.replace(":s3cret@", ":***@")
     assert str(info.value) == (
         f"cannot connect to PostgreSQL at SCHOLARFLOW_DATABASE_URL ({shown}): {reason}; "
         "check the URL in SCHOLARFLOW_DATABASE_URL and that PostgreSQL is running, or unset it"
     )
-    with pytest.raises(BackendUnavailableError):
-        await PostgresSummaryCache(url).get_many(["doc_summary:a:b"])
-    await store.close()
 
 
 def test_a_url_that_is_not_postgresql_is_a_configuration_error() -> None:
     with pytest.raises(ConfigurationError, match="SCHOLARFLOW_DATABASE_URL must be a postgresql"):
-        PostgresSessionStore("mysql://root@127.0.0.1/test")
+        PostgresSummaryCache("mysql://root@127.0.0.1/test")
     with pytest.raises(ValueError):
         PostgresDatabase("postgresql://x@h/db", schema="Robert'); DROP TABLE x;--")
 
 
-async def test_nul_characters(postgres_url: str, pg_schema: str) -> None:
-    # PostgreSQL text cannot hold NUL: content keeps a visible mark, ids are refused.
-    async with PostgresSessionStore(postgres_url, schema=pg_schema) as store:
-        sid = (await store.create()).session_id
-        m = await store.add_message(sid, USER, "a\x00b")
-        assert m.content == "a\ufffdb"
-        assert [x.content for x in await store.messages(sid)] == ["a\ufffdb"]
-        with pytest.raises(ValueError):
-            await store.create("bad\x00id")
-        assert await store.get("bad\x00id") is None
-        assert await store.delete("bad\x00id") is False
-
-
 async def test_usable_from_another_event_loop(postgres_url: str, pg_schema: str) -> None:
-    store = PostgresSessionStore(postgres_url, schema=pg_schema)
-    sid = (await store.create()).session_id
+    cache = PostgresSummaryCache(postgres_url, schema=pg_schema)
+    await cache.set("doc_summary:here:1", "from this loop")
 
     def elsewhere() -> None:
         async def go() -> None:
-            await store.add_message(sid, USER, "from another loop")
-            await store.close()
+            await cache.set("doc_summary:there:1", "from another loop")
+            await cache.close()
 
         asyncio.run(go())
 
     await asyncio.to_thread(elsewhere)
-    assert [m.content for m in await store.messages(sid)] == ["from another loop"]
-    await store.close()
+    assert await cache.get_many(["doc_summary:there:1"]) == {
+        "doc_summary:there:1": "from another loop"}
+    await cache.close()

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
+from scholarflow.conversation import as_session_messages
 from scholarflow.documents import document_from_text
 from scholarflow.errors import InputError
 from scholarflow.ingest.pipeline import add_document
 from scholarflow.nodes import recall as recall_nodes
-from scholarflow.sessions.registry import session_store
 from scholarflow.testing import FakeOpenAIServer
 from scholarflow.tools.kb import RecalledChunk
 from scholarflow.tools.kb_registry import open_knowledge_base
@@ -77,7 +77,7 @@ async def test_unreachable_recall_service_is_the_error_not_found_nothing(
         "http://127.0.0.1:1/retrieval is unreachable"), out["error"]
     assert _errors(events) == [("execution", out["error"])]
     assert events[-1] == {"type": "error", "message": out["error"],
-                          "session_id": out["session_id"]}
+                          "session_id": out["session"]["session_id"]}
     assert not any(ANSWER_RULE in str(r["messages"]) for r in fake_llm.stats().requests)
 
 
@@ -155,7 +155,7 @@ async def test_a_question_without_words_is_an_input_error_before_any_llm_call(
     assert out["error"].startswith("the question has no words to search for: ask something")
     assert _errors(events) == [("document_check", out["error"])]
     assert fake_llm.stats().requests == []
-    messages = await session_store().messages(out["session_id"])
+    messages = as_session_messages(out["messages"])
     assert [(m.type.value, m.content) for m in messages] == [("USER", "???")]
 
 

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from scholarflow.sessions.services import failed, failure_reason, redact_url, unreachable
-from tests.test_cli import base_env, run_many
 
 DB = "SCHOLARFLOW_DATABASE_URL"
 REDIS = "SCHOLARFLOW_REDIS_URL"
@@ -63,20 +62,31 @@ def test_the_redacted_url_keeps_everything_else() -> None:
         'bad value "***"')
 
 
-def test_the_cli_says_one_line_without_the_password(tmp_path: Path) -> None:
-    env = {**base_env(tmp_path / "home"), "OPENAI_API_KEY": "dummy",
-           "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}  # never reached: the backend fails first
-    cases = [(args, pieces, DB, {**env, DB: url})
+async def test_the_cli_says_one_line_without_the_password(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from scholarflow import cli
+
+    # In this process (a subprocess each would cost ~3 s): `cli.run` is main's error handling.
+    for name in (DB, REDIS):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SCHOLARFLOW_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("OPENAI_API_KEY", "dummy")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # never reached
+    cases = [(args, pieces, DB, url)
              for url, pieces in PG_URLS for args in (["sessions", "list"], ["ask", "hi"])]
-    cases += [(["ask", "hi"], pieces, REDIS, {**env, REDIS: url}) for url, pieces in REDIS_URLS]
-    results = run_many([(args, case_env) for args, _pieces, _variable, case_env in cases])
-    for (_args, pieces, variable, _env), result in zip(cases, results, strict=True):
-        assert result.returncode != 0, result.describe()
-        assert len(result.err_lines) == 1, result.describe()
-        line = result.err_lines[0]
-        assert line.startswith("error: ") and variable in line, result.describe()
-        assert not [p for p in pieces if p in result.stdout + result.stderr], result.describe()
-        assert "unexpected" not in line, result.describe()
+    cases += [(["ask", "hi"], pieces, REDIS, url) for url, pieces in REDIS_URLS]
+    for args, pieces, variable, url in cases:
+        with monkeypatch.context() as env:
+            env.setenv(variable, url)
+            code = await cli.run(cli._parser().parse_args(args))
+        out, err = capsys.readouterr()
+        described = f"{args} {variable}={url} -> {code}\n{out}{err}"
+        assert code != 0 and len(err.splitlines()) == 1, described
+        line = err.splitlines()[0]
+        assert line.startswith("error: ") and variable in line, described
+        assert not [p for p in pieces if p in out + err], described
+        assert "unexpected" not in line, described
 
 
 @pytest.mark.parametrize(
@@ -87,17 +97,24 @@ def test_the_cli_says_one_line_without_the_password(tmp_path: Path) -> None:
      ("postgresql://postgres@127.0.0.1:5432/test?sslmode=bogus", 'invalid sslmode value: "bogus"')],
     ids=["database", "role", "sslmode"],
 )
-async def test_advice_fits_a_wrong_url(url: str, reason: str, postgres_url: str) -> None:
+async def test_advice_fits_a_wrong_url(url: str, reason: str, postgres_url: str,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from scholarflow.checkpoints import open_checkpointer
     from scholarflow.errors import BackendUnavailableError
-    from scholarflow.sessions import PostgresSessionStore
+    from scholarflow.sessions import PostgresSummaryCache
 
-    store = PostgresSessionStore(url)
-    with pytest.raises(BackendUnavailableError) as info:
-        await store.list()
-    await store.close()
-    assert reason in str(info.value)
-    assert str(info.value).endswith(
-        "; check the URL in SCHOLARFLOW_DATABASE_URL and that PostgreSQL is running, or unset it")
+    monkeypatch.setenv(DB, url)
+    with pytest.raises(BackendUnavailableError) as opened:
+        async with open_checkpointer():  # the sessions: threads
+            pass
+    cache = PostgresSummaryCache(url)
+    with pytest.raises(BackendUnavailableError) as checked:
+        await cache.check()
+    await cache.close()
+    for info in (opened, checked):
+        assert reason in str(info.value)
+        assert str(info.value).endswith("; check the URL in SCHOLARFLOW_DATABASE_URL and that "
+                                        "PostgreSQL is running, or unset it")
 
 
 async def test_advice_fits_a_redis_db_out_of_range(redis_url: str) -> None:

@@ -1,396 +1,325 @@
-"""The session store contract on both backends (SQLite and PostgreSQL): lifecycle, ordering,
-statistics, concurrency, compression; then what is particular to SQLite."""
+"""Sessions are threads: `scholarflow sessions list | show | delete`, load or create, a failed
+run's exit code and kept question, compression seen in `show`, and the plan review.
+
+The command line runs in-process (`cli.run`, output captured): a subprocess
+costs ~3 s of imports. SQLite and PostgreSQL (the `postgres_url` fixture) both.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import sqlite3
-import threading
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
+import io
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from langgraph.config import get_stream_writer
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
+from typing_extensions import TypedDict
 
+from scholarflow import Context, build_graph, cli, cli_run
+from scholarflow.checkpoints import open_checkpointer, thread_config
 from scholarflow.errors import InputError
-from scholarflow.sessions import (
-    CompressionConflictError,
-    MessageType,
-    PostgresSessionStore,
-    SessionNotFoundError,
-    SessionStore,
-    SqliteSessionStore,
-    default_session_store,
-    home_dir,
-)
-from scholarflow.tokens import count_message_tokens
-
-USER = MessageType.USER
-ASSISTANT = MessageType.ASSISTANT
+from scholarflow.testing import FakeOpenAIServer
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def new_store(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], SessionStore]:
-    """Opens a store on this test's database: one SQLite file, or one PostgreSQL schema."""
-    if request.param == "sqlite":
-        path = tmp_path / "db" / "scholarflow.db"  # its folder is created on demand
-        return lambda: SqliteSessionStore(path)
-    url, schema = request.getfixturevalue("postgres_url"), request.getfixturevalue("pg_schema")
-    return lambda: PostgresSessionStore(url, schema=schema)
+@dataclass(frozen=True)
+class Out:
+    code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def err_lines(self) -> list[str]:
+        return self.stderr.splitlines()
+
+    def json_lines(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.stdout.splitlines()]
+
+
+Cli = Callable[..., Any]
 
 
 @pytest.fixture
-async def store(new_store: Callable[[], SessionStore]) -> AsyncIterator[SessionStore]:
-    s = new_store()
-    yield s
-    await s.close()
+def sf(fake_llm: FakeOpenAIServer, capsys: pytest.CaptureFixture[str],
+       monkeypatch: pytest.MonkeyPatch) -> Cli:
+    """`await sf("ask", "hi", stdin=...)`: the command line, in this process."""
+    async def call(*argv: str, stdin: str = "") -> Out:
+        capsys.readouterr()
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+        code = await cli.run(cli._parser().parse_args(list(argv)))
+        got = capsys.readouterr()
+        assert "Traceback" not in got.out + got.err, got
+        return Out(code, got.out, got.err)
+    return call
 
 
-@pytest.fixture
-async def sqlite_store(tmp_path: Path) -> AsyncIterator[SqliteSessionStore]:
-    s = SqliteSessionStore(tmp_path / "scholarflow.db")
-    yield s
-    await s.close()
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    if request.param == "postgres":
+        monkeypatch.setenv("SCHOLARFLOW_DATABASE_URL", request.getfixturevalue("pg_schema_url"))
+    return str(request.param)
 
 
-async def _stored_message_rows(store: SessionStore) -> int:
-    """Message rows left in the database, read behind the store's back."""
-    if isinstance(store, SqliteSessionStore):
-        with sqlite3.connect(store.path) as raw:
-            return int(raw.execute("SELECT COUNT(*) FROM session_messages").fetchone()[0])
-    assert isinstance(store, PostgresSessionStore)
-    async with store.db.connection() as conn:
-        cur = await conn.execute(
-            f"SELECT COUNT(*) FROM {store.db.table('scholarflow_messages')}"
-        )
-        row = await cur.fetchone()
-    assert row is not None
-    return int(row[0])
+def one_error(out: Out, code: int, mentions: str = "", *, alone: bool = True) -> str:
+    """The one `error:` line, last on stderr (`alone`: the only line there)."""
+    assert out.code == code, out
+    errors = [line for line in out.err_lines if line.startswith("error")]
+    assert len(errors) == 1 and out.err_lines[-1] == errors[0], out
+    assert mentions in errors[0] and (len(out.err_lines) == 1 or not alone), out
+    return errors[0]
 
 
-async def test_create_and_get(store: SessionStore) -> None:
-    info = await store.create()
-    assert len(info.session_id) == 32
-    int(info.session_id, 16)  # uuid4 hex
-    assert info.title == ""
-    assert (info.total_token_count, info.message_count) == (0, 0)
-    assert info.created_at <= info.updated_at
-    assert await store.get(info.session_id) == info
-    assert isinstance(store, SessionStore)
+# --- sessions list | show | delete ---------------------------------------------------------------
 
 
-async def test_create_with_id_is_idempotent(store: SessionStore) -> None:
-    first = await store.create("abc")
-    await store.add_message("abc", USER, "hello")
-    again = await store.create("abc")
-    assert again.session_id == "abc"
-    assert again.created_at == first.created_at
-    assert again.message_count == 1  # not reset
+async def test_list_show_delete_read_threads(sf: Cli, backend: str) -> None:
+    for argv in (["ask", "first question", "--session", "alpha"], ["ask", "a new one"],
+                 ["ask", "second question", "--session", "alpha", "--json"]):
+        assert (await sf(*argv, "--no-thinking") if "--json" not in argv
+                else await sf(*argv)).code == 0
+
+    listed = (await sf("sessions", "list")).json_lines()
+    assert [s["session_id"] == "alpha" for s in listed] == [True, False]  # newest first
+    alpha, other = listed
+    assert set(alpha) == {"session_id", "title", "message_count", "total_token_count",
+                          "created_at", "updated_at"}
+    assert (alpha["title"], alpha["message_count"], other["message_count"]) == (
+        "first question", 4, 2)
+    assert alpha["created_at"] < alpha["updated_at"]
+
+    shown = (await sf("sessions", "show", "alpha")).json_lines()
+    assert [(m["type"], m["content"]) for m in shown] == [
+        ("USER", "first question"), ("ASSISTANT", "ok: first question"),
+        ("USER", "second question"), ("ASSISTANT", "ok: second question")]
+    assert all(m["compressed"] is False and m["token_count"] > 0 and m["id"] for m in shown)
+    assert alpha["total_token_count"] == sum(m["token_count"] for m in shown)
+
+    deleted = await sf("sessions", "delete", "alpha")
+    assert (deleted.code, json.loads(deleted.stdout)) == (0, {"deleted": "alpha"})
+    one_error(await sf("sessions", "show", "alpha"), 2, "no session 'alpha'")
+    one_error(await sf("sessions", "delete", "alpha"), 2, "no session 'alpha'")
+    assert [s["session_id"] for s in (await sf("sessions", "list")).json_lines()] == [
+        other["session_id"]]
 
 
-@pytest.mark.parametrize("bad", ["", "   ", "x" * 201])
-async def test_create_rejects_bad_ids(store: SessionStore, bad: str) -> None:
-    with pytest.raises(ValueError):
-        await store.create(bad)
+async def test_list_reads_one_checkpoint_per_thread(sf: Cli, monkeypatch: pytest.MonkeyPatch
+                                                    ) -> None:
+    """Hundreds of sessions must list without reading every checkpoint of each."""
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    for session in ("s1", "s2", "s3"):
+        for question in ("one", "two"):  # ~20 checkpoints per thread
+            assert (await sf("ask", question, "--session", session, "--no-thinking")).code == 0
+    reads: list[str] = []
+    original = AsyncSqliteSaver.aget_tuple
+
+    async def counted(self: AsyncSqliteSaver, config: Any) -> Any:
+        reads.append(config["configurable"]["thread_id"])
+        return await original(self, config)
+
+    monkeypatch.setattr(AsyncSqliteSaver, "aget_tuple", counted)
+    monkeypatch.setattr(AsyncSqliteSaver, "alist", None)  # listing never walks the history
+    listed = (await sf("sessions", "list")).json_lines()
+    assert [s["session_id"] for s in listed] == ["s3", "s2", "s1"]
+    assert sorted(reads) == ["s1", "s2", "s3"]
 
 
-async def test_get_and_delete_unknown(store: SessionStore) -> None:
-    assert await store.get("nope") is None
-    assert await store.delete("nope") is False
+# --- load or create ------------------------------------------------------------------------------
 
 
-async def test_list_newest_updated_first(store: SessionStore) -> None:
-    for sid in ("a", "b", "c"):
-        await store.create(sid)
-    await store.add_message("a", USER, "bump a")
-    assert [s.session_id for s in await store.list()] == ["a", "c", "b"]
+async def test_an_unknown_session_name_starts_that_session(sf: Cli) -> None:
+    new = await sf("ask", "hello", "--session", "my-project", "--no-thinking")
+    assert new.code == 0 and new.stdout.strip() == "ok: hello", new
+    assert new.err_lines[0] == "note: session my-project is new", new
+    again = await sf("ask", "more", "--session", "my-project", "--no-thinking")
+    assert again.code == 0 and not [x for x in again.err_lines if x.startswith("note:")], again
+    fresh = await sf("ask", "a new session", "--no-thinking")  # a new uuid: no note needed
+    assert fresh.code == 0 and not [x for x in fresh.err_lines if x.startswith("note:")]
+    ids = [s["session_id"] for s in (await sf("sessions", "list")).json_lines()]
+    assert len(ids) == 2 and ids[1] == "my-project" and len(ids[0]) == 36  # str(uuid4())
+    one_error(await sf("ask", "hi", "--session", " "), 2, "invalid --session")
+    one_error(await sf("ask", "hi", "--session", "s" * 201), 2, "at most 200 characters")
 
 
-async def test_list_empty(store: SessionStore) -> None:
-    assert await store.list() == []
+# --- a failed run --------------------------------------------------------------------------------
 
 
-async def test_delete_removes_session_and_messages(store: SessionStore) -> None:
-    await store.create("gone")
-    await store.add_message("gone", USER, "q")
-    await store.add_message("gone", ASSISTANT, "a")
-    assert await store.delete("gone") is True
-    assert await store.get("gone") is None
-    with pytest.raises(SessionNotFoundError):
-        await store.messages("gone")
-    await store.create("gone")
-    assert await store.messages("gone") == []
-    assert await _stored_message_rows(store) == 0
-
-
-async def test_messages_in_order_with_fields(store: SessionStore) -> None:
-    info = await store.create()
-    sid = info.session_id
-    added = [
-        await store.add_message(sid, USER, "What is attention?"),
-        await store.add_message(sid, ASSISTANT, "A weighting of inputs."),
-        await store.add_message(sid, "USER", "And self-attention?"),  # type: ignore[arg-type]
-    ]
-    got = await store.messages(sid)
-    assert got == added
-    assert [m.type for m in got] == [USER, ASSISTANT, USER]
-    assert [m.id for m in got] == sorted(m.id for m in got)
-    assert all(m.session_id == sid and not m.compressed for m in got)
-    assert all(m.token_count == count_message_tokens([m.content]) for m in got)
-    assert [m.created_at for m in got] == sorted(m.created_at for m in got)
-
-
-async def test_statistics(store: SessionStore) -> None:
-    info = await store.create()
-    sid = info.session_id
-    long_question = "Summarise\nthe   paper " + "about transformers " * 10
-    m1 = await store.add_message(sid, USER, long_question)
-    m2 = await store.add_message(sid, ASSISTANT, "It proposes the Transformer.")
-    after = await store.get(sid)
-    assert after is not None
-    assert after.message_count == 2
-    assert after.total_token_count == m1.token_count + m2.token_count
-    assert info.created_at == after.created_at <= after.updated_at
-    assert after.updated_at >= info.updated_at
-    assert after.updated_at == m2.created_at
-    assert len(after.title) <= 60
-    assert after.title.startswith("Summarise the paper about transformers")
-    assert "\n" not in after.title
-
-
-async def test_title_comes_from_the_first_user_message(store: SessionStore) -> None:
-    await store.create("t")
-    await store.add_message("t", ASSISTANT, "Welcome!")
-    await store.add_message("t", USER, "first question")
-    await store.add_message("t", USER, "second question")
-    info = await store.get("t")
-    assert info is not None and info.title == "first question"
-
-
-async def test_add_message_rejects_compression(store: SessionStore) -> None:
-    await store.create("s")
-    with pytest.raises(ValueError):
-        await store.add_message("s", MessageType.COMPRESSION, "summary")
-
-
-async def test_fifty_concurrent_adds_lose_nothing(store: SessionStore) -> None:
-    sid = (await store.create()).session_id
-    contents = [f"message number {i}" for i in range(50)]
-    added = await asyncio.gather(
-        *(store.add_message(sid, USER if i % 2 == 0 else ASSISTANT, c)
-          for i, c in enumerate(contents))
-    )
-    stored = await store.messages(sid)
-    assert len(stored) == 50
-    assert {m.content for m in stored} == set(contents)
-    assert len({m.id for m in stored}) == 50
-    assert sorted(added, key=lambda m: m.id) == stored
-    info = await store.get(sid)
-    assert info is not None
-    assert info.message_count == 50
-    assert info.total_token_count == sum(m.token_count for m in stored)
-
-
-async def test_two_stores_on_one_database_lose_nothing(
-    new_store: Callable[[], SessionStore],
+async def test_a_failed_run_exits_1_once_and_keeps_its_question(
+    sf: Cli, fake_llm: FakeOpenAIServer
 ) -> None:
-    # Like two processes: two connections to one database, writing at once.
-    a, b = new_store(), new_store()
-    try:
-        await a.create("s")
-        await asyncio.gather(
-            *(store.add_message("s", USER, f"{name}{i}")
-              for i in range(25) for name, store in (("a", a), ("b", b)))
-        )
-        info = await b.get("s")
-        assert info is not None and info.message_count == 50
-        assert len(await a.messages("s")) == 50
-    finally:
-        await a.close()
-        await b.close()
+    assert (await sf("ask", "hello", "--session", "s", "--no-thinking")).code == 0
+    fake_llm.configure(fail_first_n=10, fail_status=401)  # a bad key: not retried
+    one_error(await sf("ask", "will fail", "--session", "s", "--no-thinking"), 1, "401")
+    failed_json = await sf("ask", "fails too", "--session", "s", "--json")
+    one_error(failed_json, 1, "401")
+    assert failed_json.json_lines()[-1]["type"] == "error"
+    fake_llm.reset()
+    resumed = await sf("resume", "s")
+    one_error(resumed, 2, "failed")
+    assert "nothing to resume" in resumed.stderr and "--session s" in resumed.stderr
+    shown = (await sf("sessions", "show", "s")).json_lines()
+    assert [(m["type"], m["content"]) for m in shown] == [
+        ("USER", "hello"), ("ASSISTANT", "ok: hello"), ("USER", "will fail"),
+        ("USER", "fails too")]
+    after = await sf("ask", "working again", "--session", "s", "--no-thinking")
+    assert after.code == 0 and after.err_lines[-1].startswith("session s · "), after
 
 
-@pytest.mark.parametrize(
-    "call",
-    [
-        lambda s: s.add_message("missing", USER, "hi"),
-        lambda s: s.messages("missing"),
-        lambda s: s.messages("missing", active_only=True),
-        lambda s: s.compress("missing", [1], "summary"),
-    ],
-    ids=["add_message", "messages", "messages_active", "compress"],
-)
-async def test_unknown_session_errors(
-    store: SessionStore, call: Callable[[SessionStore], Awaitable[Any]]
+# --- compression ---------------------------------------------------------------------------------
+
+
+async def test_compression_shows_in_sessions_show(sf: Cli, fake_llm: FakeOpenAIServer) -> None:
+    fake_llm.configure(rules=[{"match": "Summarise the conversation below",
+                               "reply": "SUMMARY OF EARLIER TURNS"}])
+    ctx = Context(max_context_tokens=2_000, reserved_answer_tokens=300,
+                  system_tokens_estimate=200)
+    async with open_checkpointer() as saver:
+        graph = build_graph(checkpointer=saver)
+        for i in range(5):  # 328 tokens a round: past 0.8 x 2000 in the fifth
+            await graph.ainvoke({"query": f"question {i} " + "words " * 300},
+                                thread_config("long"), context=ctx)
+    shown = (await sf("sessions", "show", "long")).json_lines()
+    kinds = [(m["type"], m["compressed"]) for m in shown]
+    folded = [("USER", True), ("ASSISTANT", True)] * 3
+    kept = [("USER", False), ("ASSISTANT", False)] * 2
+    assert kinds == [*folded, ("COMPRESSION", False), *kept], kinds
+    assert shown[6]["content"] == "SUMMARY OF EARLIER TURNS"
+    (listed,) = (await sf("sessions", "list")).json_lines()
+    assert listed["message_count"] == 11
+    assert listed["total_token_count"] == sum(m["token_count"] for m in shown
+                                              if not m["compressed"])
+
+
+# --- exit codes and the plan review, on a small graph of the same shape -------------------------
+
+
+class _State(TypedDict, total=False):
+    query: str
+    question: str
+    answer: str
+
+
+def _review_graph(fail: BaseException | None = None) -> Callable[..., Any]:
+    """A stand-in for build_graph: plan_generation's interrupt, then the answer is what the
+    review said (or `fail` is raised after the error event, as session_save does)."""
+    def plan(state: _State) -> _State:
+        if fail is not None:
+            get_stream_writer()({"type": "node_error", "node": "plan", "error": str(fail)})
+            get_stream_writer()({"type": "error", "message": str(fail), "session_id": "x"})
+            raise fail
+        said = interrupt({"type": "review_plan", "question": state["question"],
+                          "sub_questions": ["what data?", "which \x1b[31mmodel?"],
+                          "plan": [{"step": 1, "queries": ["what data?"], "doc_id": None},
+                                   {"step": 2, "queries": ["which model?"], "doc_id": "p1"}]})
+        return {"answer": json.dumps(said)}
+
+    def save(state: _State) -> _State:
+        get_stream_writer()({"type": "final_answer", "answer": state["answer"],
+                             "session_id": "x"})
+        return {}
+
+    def build(checkpointer: Any = None, **_: Any) -> Any:
+        graph = StateGraph(_State)
+        graph.add_node("request_init", lambda state: {"question": state["query"]})
+        graph.add_node("plan_generation", plan)
+        graph.add_node("session_save", save)
+        graph.add_edge(START, "request_init")
+        graph.add_edge("request_init", "plan_generation")
+        graph.add_edge("plan_generation", "session_save")
+        graph.add_edge("session_save", END)
+        return graph.compile(checkpointer=checkpointer)
+    return build
+
+
+def _answered(out: Out) -> Any:
+    final = out.json_lines()[-1]
+    assert final["type"] == "final_answer", out
+    return json.loads(final["answer"])
+
+
+async def test_an_input_error_inside_the_graph_exits_2_once(
+    sf: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with pytest.raises(SessionNotFoundError) as info:
-        await call(store)
-    err = info.value
-    assert isinstance(err, LookupError) and isinstance(err, InputError)
-    assert err.session_id == "missing"
-    assert str(err) == "no session 'missing'; see `scholarflow sessions list`"
+    monkeypatch.setattr(cli_run, "build_graph", _review_graph(InputError("bad plan input")))
+    one_error(await sf("ask", "q", "--no-thinking"), 2, "bad plan input")
+    one_error(await sf("ask", "q", "--json"), 2, "bad plan input")
 
 
-async def _conversation(store: SessionStore, sid: str, rounds: int) -> list[int]:
-    ids = []
-    for i in range(rounds):
-        ids.append((await store.add_message(sid, USER, f"question {i}")).id)
-        ids.append((await store.add_message(sid, ASSISTANT, f"answer {i}")).id)
-    return ids
-
-
-async def test_compress_places_summary_before_the_kept_messages(
-    store: SessionStore,
+@pytest.mark.parametrize(("typed", "expected"), [
+    ("\n", {"action": "approve"}),
+    ("focus on the datasets\n", {"action": "feedback", "feedback": "focus on the datasets"}),
+    ("e\nwhich datasets?\n  which baselines?  \n\nignored\n",
+     {"action": "edit", "sub_questions": ["which datasets?", "which baselines?"]}),
+], ids=["approve", "feedback", "edit"])
+async def test_review_plan_reads_the_answer_and_resumes(
+    sf: Cli, monkeypatch: pytest.MonkeyPatch, typed: str, expected: dict[str, Any]
 ) -> None:
-    sid = (await store.create()).session_id
-    ids = await _conversation(store, sid, 3)
-    before = await store.get(sid)
-    summary = await store.compress(sid, ids[:4], "They discussed questions 0 and 1.")
-    assert summary.type is MessageType.COMPRESSION and not summary.compressed
-
-    active = await store.messages(sid, active_only=True)
-    assert [m.id for m in active] == [summary.id, *ids[4:]]
-    every = await store.messages(sid)
-    assert [m.id for m in every] == [*ids[:4], summary.id, *ids[4:]]
-    assert [m.compressed for m in every] == [True] * 4 + [False] * 3
-    assert [m.created_at for m in every] == sorted(m.created_at for m in every)
-
-    info = await store.get(sid)
-    assert info is not None and before is not None
-    assert info.total_token_count == sum(m.token_count for m in active)
-    assert info.total_token_count < before.total_token_count
-    assert info.message_count == 7
-    assert info.updated_at >= before.updated_at
+    monkeypatch.setattr(cli_run, "build_graph", _review_graph())
+    out = await sf("ask", "compare them", "--review-plan", "--json", stdin=typed)
+    assert out.code == 0 and _answered(out) == expected, out
+    assert "plan for review: compare them" in out.stderr
+    assert "  2. which \\x1b[31mmodel?" in out.stderr  # shown, not obeyed by the terminal
+    assert "  2. search: which model? (document p1)" in out.stderr
 
 
-async def test_new_messages_follow_the_summary(store: SessionStore) -> None:
-    sid = (await store.create()).session_id
-    ids = await _conversation(store, sid, 2)
-    summary = await store.compress(sid, ids[:2], "s")
-    later = await store.add_message(sid, USER, "later")
-    active = await store.messages(sid, active_only=True)
-    assert [m.id for m in active] == [summary.id, ids[2], ids[3], later.id]
-
-
-async def test_compress_everything(store: SessionStore) -> None:
-    sid = (await store.create()).session_id
-    ids = await _conversation(store, sid, 1)
-    summary = await store.compress(sid, ids, "all of it")
-    assert [m.id for m in await store.messages(sid, active_only=True)] == [summary.id]
-    assert (await store.messages(sid))[-1].id == summary.id
-
-
-async def test_compress_rejects_bad_input_and_changes_nothing(store: SessionStore) -> None:
-    sid = (await store.create()).session_id
-    other = (await store.create()).session_id
-    ids = await _conversation(store, sid, 2)
-    foreign = await store.add_message(other, USER, "elsewhere")
-    await store.compress(sid, ids[:2], "first")
-    before = (await store.messages(sid), await store.get(sid))
-
-    with pytest.raises(CompressionConflictError):
-        await store.compress(sid, [ids[0], ids[2]], "again")  # ids[0] is compressed already
-    with pytest.raises(CompressionConflictError):
-        await store.compress(sid, [foreign.id], "not mine")
-    with pytest.raises(ValueError):
-        await store.compress(sid, [], "nothing")
-    with pytest.raises(ValueError):
-        await store.compress(sid, [ids[2]], "   ")
-    assert (await store.messages(sid), await store.get(sid)) == before
-
-
-async def test_data_survives_reopening(new_store: Callable[[], SessionStore]) -> None:
-    first = new_store()
-    sid = (await first.create()).session_id
-    await first.add_message(sid, USER, "kept")
-    await first.close()
-    await first.close()  # closing twice is harmless
-    assert [m.content for m in await first.messages(sid)] == ["kept"]  # reopens lazily
-    await first.close()
-    second = new_store()
-    assert [m.content for m in await second.messages(sid)] == ["kept"]
-    await second.close()
-
-
-async def test_uses_wal(sqlite_store: SessionStore) -> None:
-    store = sqlite_store
-    await store.create()
-    with sqlite3.connect(store.path) as raw:
-        assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-
-
-async def test_a_waiting_call_does_not_block_the_event_loop(
-    sqlite_store: SessionStore,
+async def test_review_plan_without_an_answer_waits_for_resume(
+    sf: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = sqlite_store
-    sid = (await store.create()).session_id
-    locked, release = threading.Event(), threading.Event()
-
-    def hold_write_lock() -> None:
-        # Another writer (as if another process) holds the database for a while.
-        raw = sqlite3.connect(store.path, isolation_level=None)
-        raw.execute("BEGIN EXCLUSIVE")
-        locked.set()
-        release.wait(5)
-        raw.execute("COMMIT")
-        raw.close()
-
-    holder = threading.Thread(target=hold_write_lock)
-    holder.start()
-    await asyncio.to_thread(locked.wait, 5)
-    ticks = 0
-    add = asyncio.create_task(store.add_message(sid, USER, "waits for the lock"))
-    start = time.monotonic()
-    while time.monotonic() - start < 0.3:
-        await asyncio.sleep(0.01)
-        ticks += 1
-    assert not add.done()  # still waiting for the other writer...
-    release.set()
-    await add  # ...and completes once it lets go
-    holder.join()
-    assert ticks >= 10  # the loop kept running meanwhile
-    assert len(await store.messages(sid)) == 1
+    monkeypatch.setattr(cli_run, "build_graph", _review_graph())
+    stopped = await sf("ask", "compare them", "--session", "r", "--review-plan", "--json")
+    line = one_error(stopped, 2, "no answer to the plan review", alone=False)
+    assert "`scholarflow resume r`" in line and stopped.code == 2
+    one_error(await sf("resume", "r", "--json", stdin="e\n\n"), 2, "no sub-questions given",
+              alone=False)
+    resumed = await sf("resume", "r", "--json", stdin="more on the baselines\n")
+    assert resumed.code == 0, resumed
+    assert _answered(resumed) == {"action": "feedback", "feedback": "more on the baselines"}
+    assert resumed.stderr.startswith("note: resuming 'compare them', waiting for its plan "
+                                     "to be reviewed"), resumed
+    one_error(await sf("resume", "r"), 2, "no unfinished run")
 
 
-async def test_every_call_runs_in_a_worker_thread(sqlite_store: SessionStore) -> None:
-    store = sqlite_store
-    loop_thread = threading.get_ident()
-    db_threads: list[int] = []
-
-    def on_statement(statement: str) -> None:
-        db_threads.append(threading.get_ident())
-
-    sid = (await store.create()).session_id
-    # Record the thread of every statement the store's connection runs.
-    await store._db.run(lambda conn: conn.set_trace_callback(on_statement))
-    m = await store.add_message(sid, USER, "q")
-    await store.get(sid)
-    await store.list()
-    await store.messages(sid)
-    await store.compress(sid, [m.id], "s")
-    await store.delete(sid)
-    assert db_threads and loop_thread not in db_threads
-
-
-async def test_default_store_lives_in_scholarflow_home(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+async def test_a_question_replaces_a_run_waiting_for_review(
+    sf: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    home = tmp_path / "home"
-    monkeypatch.setenv("SCHOLARFLOW_HOME", str(home))
-    store = default_session_store()
-    assert isinstance(store, SqliteSessionStore)
-    assert store.path == home / "scholarflow.db"
-    assert home.is_dir()
-    await store.create("x")
-    await store.close()
-    assert (home / "scholarflow.db").exists()
+    monkeypatch.setattr(cli_run, "build_graph", _review_graph())
+    assert (await sf("ask", "first", "--session", "w", "--review-plan", "--json")).code == 2
+    out = await sf("ask", "second", "--session", "w", "--json", stdin="\n")
+    assert out.code == 0 and _answered(out) == {"action": "approve"}, out
+    assert ("had an unfinished run ('first', waiting for its plan to be reviewed); this "
+            "question replaces it") in out.stderr
 
 
-def test_home_dir_defaults_to_dot_scholarflow(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+async def test_review_plan_on_the_real_graph(sf: Cli) -> None:
+    from tests.conftest import EXAMPLES
+
+    files = [a for name in ("en_sparse_attention.md", "en_retrieval_qa.md")
+             for a in ("--file", str(EXAMPLES / name))]
+    out = await sf("ask", "Which learning rate does each paper use?", *files, "--mode",
+                   "LITERATURE_QA", "--session", "hitl", "--review-plan", "--json",
+                   stdin="e\nWhich learning rate was used?\n\n")
+    assert out.code == 0, out
+    events = out.json_lines()
+    reviewed = [e for e in events if e["type"] == "node_complete"
+                and e.get("node") == "plan_review"]
+    assert [(e["action"], e["steps"]) for e in reviewed] == [("edit", 1)], events
+    assert events[-1]["type"] == "final_answer" and events[-1]["strategy"] == "chunk_recall"
+    assert "plan for review: Which learning rate does each paper use?" in out.stderr
+    kinds = [m["type"] for m in (await sf("sessions", "show", "hitl")).json_lines()]
+    assert kinds == ["USER", "ASSISTANT"]
+
+
+async def test_a_review_answer_the_graph_would_refuse_is_asked_again(
+    sf: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv("SCHOLARFLOW_HOME", raising=False)
-    monkeypatch.chdir(tmp_path)
-    assert home_dir() == Path(".scholarflow")
-    assert (tmp_path / ".scholarflow").is_dir()
+    monkeypatch.setattr(cli_run, "build_graph", _review_graph())
+    out = await sf("ask", "compare them", "--session", "q", "--review-plan", "--json",
+                   stdin="e\n???\n\n")
+    line = one_error(out, 2, "sub_questions[0] has no words to search for", alone=False)
+    assert "`scholarflow resume q` asks again" in line and '"action"' not in line
+    resumed = await sf("resume", "q", "--json", stdin="\n")
+    assert resumed.code == 0 and _answered(resumed) == {"action": "approve"}, resumed

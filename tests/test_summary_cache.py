@@ -14,7 +14,6 @@ import pytest
 from scholarflow.sessions import (
     DEFAULT_TTL_SECONDS,
     PostgresSummaryCache,
-    SqliteSessionStore,
     SqliteSummaryCache,
     SummaryCache,
     content_hash,
@@ -150,14 +149,10 @@ async def test_many_keys(cache: Cache) -> None:
     assert got == {k: k.upper() for k in keys[::2]}
 
 
-async def test_shares_the_file_with_the_session_store(tmp_path: Path) -> None:
+async def test_data_survives_reopening(tmp_path: Path) -> None:
     path = tmp_path / "scholarflow.db"
-    async with SqliteSessionStore(path) as store, SqliteSummaryCache(path) as cache:
+    async with SqliteSummaryCache(path) as cache:
         await cache.set("k", "v")
-        sid = (await store.create()).session_id
-        await store.add_message(sid, "USER", "hi")  # type: ignore[arg-type]
-        assert await cache.get_many(["k"]) == {"k": "v"}
-        assert len(await store.messages(sid)) == 1
     async with SqliteSummaryCache(path) as reopened:
         assert await reopened.get_many(["k"]) == {"k": "v"}
 

@@ -15,7 +15,7 @@ from elastic_transport import TransportError
 
 from scholarflow import cli, cli_kb
 from scholarflow.documents import document_from_text
-from scholarflow.errors import ConfigurationError
+from scholarflow.errors import ConfigurationError, RetryableLLMError
 from scholarflow.ingest.pipeline import add_document
 from scholarflow.nodes.errors import user_message
 from scholarflow.sessions.services import SECRET_URL_ENVS, check_http_url
@@ -222,7 +222,7 @@ async def test_the_guard_keeps_the_type_and_drops_every_secret(
     from langgraph.errors import GraphInterrupt
 
     from scholarflow.errors import InternalError, RateLimitedLLMError
-    from scholarflow.graph.guard import guarded
+    from scholarflow.nodes.guard import guarded
 
     url = "http://u:GuardPw77@127.0.0.1:1/v1"
     monkeypatch.setenv("OPENAI_BASE_URL", url)
@@ -276,8 +276,12 @@ async def test_a_stored_failure_holds_no_password(
     saver = InMemorySaver()
     graph = build_graph(checkpointer=saver)
     config: Any = {"configurable": {"thread_id": "t1"}}
-    out = await graph.ainvoke({"query": "hello there"}, config,
-                              context=Context(openai_api_key=key))
+    with pytest.raises(RetryableLLMError) as raised:  # a run that could not answer fails
+        await graph.ainvoke({"query": "hello there"}, config,
+                            context=Context(openai_api_key=key))
+    out = (await graph.aget_state(config)).values
+    assert str(raised.value) == out["error"]
+    assert "StoredPw55" not in str(raised.value) and key not in str(raised.value)
     assert fake_llm.stats().chat_calls == 4
     assert out["error"].startswith("the model endpoint http://user:***@127.0.0.1:")
     assert "after 4 attempts: the server is failing; try again later" in out["error"]
@@ -352,8 +356,8 @@ async def test_a_home_that_is_a_file_and_damaged_databases_are_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from scholarflow.errors import CorruptDataError
+    from scholarflow.sessions.cache import SqliteSummaryCache
     from scholarflow.sessions.paths import home_dir
-    from scholarflow.sessions.sqlite import SqliteSessionStore
 
     blocker = tmp_path / "afile"
     blocker.write_text("x")
@@ -367,9 +371,9 @@ async def test_a_home_that_is_a_file_and_damaged_databases_are_one_line(
     garbage = bytes(range(256)) * 20
     damaged = tmp_path / "scholarflow.db"
     damaged.write_bytes(garbage)
-    store = SqliteSessionStore(damaged)
+    cache = SqliteSummaryCache(damaged)
     with pytest.raises(CorruptDataError) as corrupt:
-        await store.list()
-    await store.close()
+        await cache.get_many(["doc_summary:a:b"])
+    await cache.close()
     assert str(damaged) in str(corrupt.value) and "move it aside" in str(corrupt.value)
     assert damaged.read_bytes() == garbage  # never deleted nor overwritten

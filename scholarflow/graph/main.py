@@ -9,7 +9,6 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from scholarflow.context import Context
-from scholarflow.graph.guard import guarded
 from scholarflow.graph.recall import build_execution_graph
 from scholarflow.graph.summary import build_summary_graph
 from scholarflow.graph.validated import validated
@@ -17,12 +16,14 @@ from scholarflow.llm import LLM_RETRY
 from scholarflow.nodes.answer import answer_generation
 from scholarflow.nodes.chat import simple_interaction
 from scholarflow.nodes.errors import handle_node_error
+from scholarflow.nodes.guard import guarded
 from scholarflow.nodes.intent import (
     intent_recognition,
     route_after_intent,
     route_after_strategy,
     strategy_selection,
 )
+from scholarflow.nodes.plan_review import plan_review, route_after_plan
 from scholarflow.nodes.recall import plan_generation, sub_question_generation
 from scholarflow.nodes.request import (
     document_check,
@@ -50,7 +51,7 @@ def build_graph(
         State, context_schema=context_schema, input_schema=InputState, output_schema=OutputState
     )
     # Every node is guarded: what it raises is stored (repr) and logged by LangGraph,
-    # so it leaves the node as one scrubbed line of the same type (graph/guard.py).
+    # so it leaves the node as one scrubbed line of the same type (nodes/guard.py).
     # A failing node reports node_error and goes on to session_save, which ends the run
     # in that error; session_save itself has no handler, so its own failure is the run's.
     # (LangGraph injects NodeError by annotation; its node protocols don't model that.)
@@ -67,6 +68,8 @@ def build_graph(
                      guarded("sub_question_generation", sub_question_generation),
                      retry_policy=LLM_RETRY, **on_error)
     builder.add_node("plan_generation", guarded("plan_generation", plan_generation), **on_error)
+    # Returns Command(goto=execution | sub_question_generation): its annotation draws both.
+    builder.add_node("plan_review", guarded("plan_review", plan_review), **on_error)
     builder.add_node("execution", build_execution_graph(context_schema), **on_error)
     builder.add_node("answer_generation", guarded("answer_generation", answer_generation),
                      retry_policy=LLM_RETRY, **on_error)
@@ -81,7 +84,7 @@ def build_graph(
     builder.add_conditional_edges("strategy_selection", route_after_strategy)
     builder.add_edge("document_summary", "answer_generation")
     builder.add_edge("sub_question_generation", "plan_generation")
-    builder.add_edge("plan_generation", "execution")
+    builder.add_conditional_edges("plan_generation", route_after_plan)
     builder.add_edge("execution", "answer_generation")
     builder.add_edge("answer_generation", "session_save")
     builder.add_edge("simple_interaction", "session_save")

@@ -8,7 +8,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from scholarflow.context import Context
-from scholarflow.graph.guard import guarded
+from scholarflow.graph.validated import drawn
+from scholarflow.nodes.guard import guarded
 from scholarflow.nodes.recall import (
     ExecutionInput,
     ExecutionOutput,
@@ -39,4 +40,4 @@ def build_execution_graph(context_schema: type[Any] = Context) -> CompiledStateG
     builder.add_conditional_edges("next_round", dispatch_steps, ["recall_step", "finish_execution"])
     builder.add_edge("recall_step", "next_round")
     builder.add_edge("finish_execution", END)
-    return builder.compile(name="execution")
+    return drawn(builder.compile(name="execution"))  # so xray expands it in Studio

@@ -8,8 +8,9 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from scholarflow.context import Context
-from scholarflow.graph.guard import guarded
+from scholarflow.graph.validated import drawn
 from scholarflow.llm import LLM_RETRY
+from scholarflow.nodes.guard import guarded
 from scholarflow.nodes.summary import (
     SummaryInput,
     SummaryOutput,
@@ -45,4 +46,4 @@ def build_summary_graph(context_schema: type[Any] = Context) -> CompiledStateGra
     )
     builder.add_edge("summarize_document", "collect_summaries")
     builder.add_edge("collect_summaries", END)
-    return builder.compile(name="document_summary")
+    return drawn(builder.compile(name="document_summary"))  # so xray expands it in Studio

@@ -7,6 +7,9 @@ a dict input. Every way to run the graph goes through `stream` or `astream`:
 `invoke`/`ainvoke`, `astream_events` and LangGraph server (langgraph_api/stream.py
 calls `astream` or `astream_events` on a `copy()`, which keeps this class). So
 these two check the input first; `None` and `Command` (resuming a thread) pass.
+
+Every compiled graph here, the subgraphs too, is also drawn without its
+error-handler nodes (`DrawnGraph`), so Studio's xray view expands the subgraphs.
 """
 
 from __future__ import annotations
@@ -16,15 +19,52 @@ from contextlib import aclosing, closing
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.graph import Graph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
+from langgraph.typing import ContextT, InputT, OutputT, StateT
 
 from scholarflow.context import Context, as_context
 from scholarflow.request_schema import validate_request_input
 from scholarflow.state import InputState, OutputState, State
 
 
-class ValidatedGraph(CompiledStateGraph[State, Context, InputState, OutputState]):
+class DrawnGraph(CompiledStateGraph[StateT, ContextT, InputT, OutputT]):
+    """`CompiledStateGraph` drawn without its error-handler nodes.
+
+    LangGraph draws each `error_handler=` as a node without edges (any failing node
+    reaches it). A drawing with such loose nodes has no single first and last node,
+    and a parent's xray drawing expands a subgraph only when its drawing has both
+    (langgraph/pregel/_draw.py); Studio would also show them as stray boxes.
+    """
+
+    def get_graph(
+        self, config: RunnableConfig | None = None, *, xray: int | bool = False
+    ) -> Graph:
+        return self._without_handlers(super().get_graph(config, xray=xray))
+
+    async def aget_graph(
+        self, config: RunnableConfig | None = None, *, xray: int | bool = False
+    ) -> Graph:
+        return self._without_handlers(await super().aget_graph(config, xray=xray))
+
+    def _without_handlers(self, drawing: Graph) -> Graph:
+        for name, node in self.nodes.items():
+            if node.is_error_handler and name in drawing.nodes:
+                drawing.remove_node(drawing.nodes[name])
+        return drawing
+
+
+def drawn(
+    graph: CompiledStateGraph[StateT, ContextT, InputT, OutputT],
+) -> DrawnGraph[StateT, ContextT, InputT, OutputT]:
+    """`graph`, drawn without its error handlers (for a subgraph). Like `validated`,
+    it takes a subclass that adds methods and no state."""
+    graph.__class__ = DrawnGraph
+    return cast(DrawnGraph[StateT, ContextT, InputT, OutputT], graph)
+
+
+class ValidatedGraph(DrawnGraph[State, Context, InputState, OutputState]):
     """`CompiledStateGraph` whose runs start only from a valid request and context."""
 
     def _checked(self, input: Any, kwargs: dict[str, Any]) -> Any:

@@ -101,6 +101,7 @@ class _Answerer:
         self.history = history_messages(state, "answer", max(history_room, 0))
         self.thinking = Thinking(ctx.show_thinking, NODE)
         self.usage: list[LLMUsage] = []
+        self.message_id: str | None = None  # the streamed answer's (llm.LLMResult)
 
     def fill(self, template: PromptTemplate, material: str, **extra: str) -> str:
         """The template with its one material variable (documents, summaries or reports)."""
@@ -124,26 +125,24 @@ class _Answerer:
             )
 
     async def stream_answer(self, system: str, citations: CitationFilter | None = None) -> str:
-        """Stream the answer; with `citations`, [n] naming no recalled chunk are dropped."""
+        """Stream the answer; with `citations`, [n] naming no recalled chunk are dropped.
+
+        The filter runs inside llm.stream, before the text goes out: the custom
+        answer_chunk events and the `messages` stream carry the filtered text, so both
+        add up to the answer saved, and nothing changes it after streaming.
+        """
         if self.first_attempt:  # a retry must not close the thinking block again
             self.thinking.end()
         prompt = [("system", system), *self.history, ("user", self.query)]
-        sent: list[str] = []
-
-        def send(text: str) -> None:
-            if citations is not None:
-                text = citations.feed(text)
-            if text:
-                sent.append(text)
-                emit("answer_chunk", content=text)
-
-        result = await llm.stream(self.ctx, prompt, node=NODE, on_text=send,
-                                  on_reasoning=self.thinking.stream)
-        if citations is not None and (rest := citations.flush()):
-            sent.append(rest)
-            emit("answer_chunk", content=rest)
+        result = await llm.stream(
+            self.ctx, prompt, node=NODE, visible=True, text_filter=citations,
+            on_text=lambda text: emit("answer_chunk", content=text),
+            on_reasoning=self.thinking.stream)
         self.usage.append(result.usage)
-        return require_text(self.ctx, "".join(sent), first_attempt=self.first_attempt)
+        # A retry (empty answer, or a failure before any text) streams under a new id;
+        # the last one is the answer's.
+        self.message_id = result.message_id
+        return require_text(self.ctx, result.text, first_attempt=self.first_attempt)
 
     async def from_chunks(self, state: State, intent: Intent) -> tuple[str, list[Source]]:
         numbered = number_chunks(state.get("recalled") or [])
@@ -230,6 +229,7 @@ class _Answerer:
         async def report(n: int, group: list[int]) -> str:
             text = "\n\n".join(truncate(items[i], room) for i in group)
             system = self.fill(template, text, group=str(n), groups=str(len(groups)))
+            # Hidden (llm.complete): a partial report is not the answer; the merge is.
             result = await llm.complete(self.ctx, [("system", system), ("user", self.query)],
                                         node=NODE)
             self.usage.append(result.usage)
@@ -272,4 +272,5 @@ async def answer_generation(state: State, runtime: Runtime[Context]) -> dict[str
     else:
         answer, sources = await answerer.from_chunks(state, intent)
     node_complete(NODE, intent=intent.value, strategy=strategy, sources=len(sources))
-    return {"answer": answer, "sources": sources, "usage": answerer.usage}
+    return {"answer": answer, "answer_id": answerer.message_id, "sources": sources,
+            "usage": answerer.usage}

@@ -41,35 +41,42 @@ async def simple_interaction(state: State, runtime: Runtime[Context]) -> dict[st
     prompt = [("system", system), *history_messages(state, "chat", room), ("user", query)]
     if first_attempt(runtime):  # a retry must not close the thinking block again
         thinking.end()
-    sent: list[str] = []
-
-    def send(text: str) -> None:
-        if citations is not None:  # drop [n] that name no result
-            text = citations.feed(text)
-        if text:
-            sent.append(text)
-            emit("answer_chunk", content=text)
-
-    result = await llm.stream(ctx, prompt, node=NODE, on_text=send,
+    # The citation filter and the web note run inside llm.stream, before the text goes
+    # out: the answer_chunk events and the `messages` stream both carry exactly the
+    # answer saved. The note comes after the answer, not before: a retried call would
+    # otherwise repeat it.
+    finish = _WebAnswer(web, citations, is_chinese(query)) if web is not None else None
+    result = await llm.stream(ctx, prompt, node=NODE, visible=True, text_filter=finish,
+                              on_text=lambda text: emit("answer_chunk", content=text),
                               on_reasoning=thinking.stream)
-    if citations is not None:
-        send_raw(sent, citations.flush())
-    require_text(ctx, "".join(sent), first_attempt=first_attempt(runtime))
+    answer = require_text(ctx, result.text, first_attempt=first_attempt(runtime))
     update: dict[str, Any] = {"usage": [result.usage]}
-    if web is not None:
-        cited = citations.cited if citations is not None else []
-        # After the answer, not before: a retried call would otherwise repeat it.
-        send_raw(sent, web.closing_note(cited, is_chinese(query)))
-        update["web_sources"] = web.sources(cited)
     if web is None:
         node_complete(NODE)
     else:
+        update["web_sources"] = web.sources(citations.cited if citations is not None else [])
         node_complete(NODE, web_results=len(web.results))
-    return {**update, "answer": "".join(sent)}
+    return {**update, "answer": answer, "answer_id": result.message_id}
 
 
-def send_raw(sent: list[str], text: str) -> None:
-    """Send text of our own (no citation filter) as part of the answer."""
-    if text:
-        sent.append(text)
-        emit("answer_chunk", content=text)
+class _WebAnswer:
+    """The text filter of a chat with web search (llm.TextFilter): drops [n] that name
+    no result, and ends the answer with the web note (the URLs it cited, or why search
+    was not used)."""
+
+    def __init__(self, web: WebMaterial, citations: CitationFilter | None,
+                 chinese: bool) -> None:
+        self.web, self.citations, self.chinese = web, citations, chinese
+        self.answered = False
+
+    def feed(self, text: str) -> str:
+        out = self.citations.feed(text) if self.citations is not None else text
+        self.answered = self.answered or bool(out.strip())
+        return out
+
+    def flush(self) -> str:
+        rest = self.citations.flush() if self.citations is not None else ""
+        if not (self.answered or rest.strip()):
+            return rest  # no answer: a note alone would hide that it is empty
+        cited = self.citations.cited if self.citations is not None else []
+        return rest + self.web.closing_note(cited, self.chinese)

@@ -22,7 +22,7 @@ logger = logging.getLogger(__name__)
 def user_message(node: str, exc: BaseException) -> str:
     """One line a person can act on. It goes into the run's state, events and checkpoint,
     so every secret (a URL's password, a key) is scrubbed, though the node guard
-    (graph/guard.py) scrubbed the exception already."""
+    (nodes/guard.py) scrubbed the exception already."""
     return scrub_secrets(" ".join(_message(node, exc).split()))
 
 
@@ -69,7 +69,7 @@ def _error_class(name: str) -> type[ScholarflowError]:
 
 
 def _constructible(cls: type[ScholarflowError]) -> bool:
-    """Whether `cls(message)` works (SessionNotFoundError-like classes take other args)."""
+    """Whether `cls(message)` works: not for a class whose constructor needs more."""
     try:
         cls("probe")
     except TypeError:
@@ -79,5 +79,10 @@ def _constructible(cls: type[ScholarflowError]) -> bool:
 
 async def handle_node_error(state: State, error: NodeError) -> Command[Literal["session_save"]]:
     logger.debug("node %s failed: %s", error.node, user_message(error.node, error.error))
+    update = failure_update(error.node, error.error)
+    if error.node == "request_init":  # refused before it set the run up: none of the last
+        from scholarflow.nodes.request import fresh_run  # run's results may stay
+
+        update = {**fresh_run(), **update}
     target: Literal["session_save"] = "session_save"
-    return Command(update=failure_update(error.node, error.error), goto=target)
+    return Command(update=update, goto=target)

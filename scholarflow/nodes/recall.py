@@ -22,6 +22,7 @@ from typing import Annotated, Any, Literal, NotRequired
 from langgraph.errors import NodeError
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Send
+from pydantic import Field
 from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12 (Studio schemas)
 
 from scholarflow import llm
@@ -39,7 +40,11 @@ from scholarflow.events import Thinking, node_complete
 from scholarflow.nodes.common import history_text
 from scholarflow.nodes.errors import user_message
 from scholarflow.nodes.intent import SUMMARY_INTENTS, TITLE_TOKENS
-from scholarflow.prompts import KEY_CHUNK_QUERIES, SUB_QUESTION_GENERATION_PROMPT
+from scholarflow.prompts import (
+    KEY_CHUNK_QUERIES,
+    PLAN_FEEDBACK_PROMPT,
+    SUB_QUESTION_GENERATION_PROMPT,
+)
 from scholarflow.state import (
     DocumentInfo,
     RecalledChunkState,
@@ -123,12 +128,28 @@ def _planner_system(ctx: Context, state: State, documents: list[DocumentInfo]) -
     empty = SUB_QUESTION_GENERATION_PROMPT.format(
         max_questions=str(MAX_SUB_QUESTIONS), document_list="", history="")
     room = prompt_budget(ctx) - count_message_tokens([empty, state["question"]])
+    review = _feedback_section(state, max(room // 4, 0))
+    room -= count_tokens(review)
     listing = cap_tokens(listing, max(room // 2, 0))
     room -= count_tokens(listing)
     return SUB_QUESTION_GENERATION_PROMPT.format(
         max_questions=str(MAX_SUB_QUESTIONS), document_list=listing or "(the whole knowledge base)",
         history=history_text(state, "planning", room),
-    )
+    ) + review
+
+
+def _feedback_section(state: State, room: int) -> str:
+    """The person's comments on the last plan, with that plan's questions, within `room`
+    tokens (review_plan); "" when there are none. sub_questions still holds that plan."""
+    feedback = state.get("plan_feedback") or []
+    if not feedback:
+        return ""
+    share = (room - count_tokens(PLAN_FEEDBACK_PROMPT.format(previous_questions="",
+                                                             feedback=""))) // 2
+    previous = "\n".join(f"- {q['question']}" for q in state.get("sub_questions") or [])
+    return PLAN_FEEDBACK_PROMPT.format(  # cut, the latest comment is the one kept
+        previous_questions=cap_tokens(previous, share) or "(none)",
+        feedback=cap_tokens("\n".join(f"- {f}" for f in feedback), share, keep_end=True))
 
 
 def recall_questions(
@@ -161,39 +182,61 @@ def recall_questions(
             "Searching with the question itself.")
 
 
-async def plan_generation(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    plan = [
+def build_plan(questions: list[SubQuestion]) -> list[RecallStep]:
+    """One recall step per sub-question (plan_review rebuilds an edited plan with it too)."""
+    return [
         RecallStep(step=i, kind="recall", doc_id=q["doc_id"],
                    queries=[q["question"], *([q["translation"]] if q["translation"] else [])])
-        for i, q in enumerate(state.get("sub_questions") or [], 1)
+        for i, q in enumerate(questions, 1)
     ]
+
+
+async def plan_generation(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    plan = build_plan(state.get("sub_questions") or [])
     node_complete("plan_generation", steps=len(plan))
     return {"plan": plan}
 
 
 class ExecutionInput(TypedDict):
-    plan: list[RecallStep]
-    knowledge_base: NotRequired[str | None]
-    selected_doc_ids: NotRequired[list[str]]
-    documents: list[DocumentInfo]
-    document_texts: NotRequired[dict[str, str]]  # which documents were given directly
+    """What execution reads from the parent: the plan and where to search."""
+
+    plan: Annotated[list[RecallStep], Field(description="The recall steps to run.")]
+    knowledge_base: NotRequired[Annotated[str | None, Field(
+        description="The run's knowledge base (kb).")]]
+    selected_doc_ids: NotRequired[Annotated[list[str], Field(
+        description="The run's doc_ids; empty with a knowledge base: all of it.")]]
+    documents: Annotated[list[DocumentInfo], Field(
+        description="The run's documents, without their text.")]
+    document_texts: NotRequired[Annotated[dict[str, str], Field(
+        description="Texts in hand, {doc_id: text}: which documents were given directly.")]]
 
 
 class ExecutionOutput(TypedDict):
+    """What execution gives back to the parent."""
+
     # Not in ExecutionInput, so they start empty and the parent receives only what is new.
-    recalled: Annotated[list[RecalledChunkState], operator.add]
-    completed_steps: Annotated[list[int], operator.add]
+    # (A reducer must be the field's last annotation: LangGraph reads only that one.)
+    recalled: Annotated[list[RecalledChunkState], Field(
+        description="Chunks the recall steps found."), operator.add]
+    completed_steps: Annotated[list[int], Field(
+        description="Recall steps that finished."), operator.add]
 
 
 class StepFailure(TypedDict):
-    step: int
-    message: str
-    permanent: bool  # retrying cannot help: the step is not sent again
+    """A recall step that failed."""
+
+    step: Annotated[int, Field(description="The step's number in the plan.")]
+    message: Annotated[str, Field(description="Why it failed, for the person.")]
+    permanent: Annotated[bool, Field(
+        description="Retrying cannot help: the step is not sent again.")]
 
 
 class ExecutionState(ExecutionInput, ExecutionOutput):
-    execution_rounds: int
-    failures: Annotated[list[StepFailure], operator.add]
+    """The subgraph's state: the plan, what it found, and its rounds."""
+
+    execution_rounds: Annotated[int, Field(description="Rounds run so far.")]
+    failures: Annotated[list[StepFailure], Field(
+        description="Recall steps that failed, one entry per failure."), operator.add]
 
 
 def dispatch_steps(state: ExecutionState) -> list[Send] | str:

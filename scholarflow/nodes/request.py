@@ -28,9 +28,9 @@ from scholarflow.conversation import (
 from scholarflow.documents import Document, document_from_text, documents_from_mapping
 from scholarflow.errors import InputError, InvalidRequestError
 from scholarflow.events import Thinking, node_complete
-from scholarflow.graph.guard import scrubbed
 from scholarflow.intents import Intent
 from scholarflow.nodes.errors import failure_update
+from scholarflow.nodes.guard import scrubbed
 from scholarflow.request_schema import check_request_values
 from scholarflow.state import DocumentInfo, State
 from scholarflow.tokens import available_tokens, count_tokens
@@ -56,7 +56,7 @@ def fresh_run() -> dict[str, Any]:
         "documents": [], "document_texts": {}, "use_direct_content": False,
         "detected_intent": None, "intent_confidence": 0.0, "intent_decided_by": None,
         "intent_reason": "", "strategy": None,
-        "sub_questions": [], "plan": [], "execution_rounds": 0,
+        "sub_questions": [], "plan": [], "plan_feedback": [], "execution_rounds": 0,
         "answer": "", "answer_id": None, "sources": [], "web_sources": [],
         "error": None, "error_kind": None,
     }

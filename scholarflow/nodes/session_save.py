@@ -43,16 +43,24 @@ KEEP_FRACTION = 0.3  # the newest 30% stay as they are
 _MESSAGE_FRAME_TOKENS = 8  # "assistant: " and the blank line between messages
 
 
+MIN_SHARE_TOKENS = 32  # less of each message would leave nothing worth summarising
+
+
+def message_share(ctx: Context, count: int) -> int:
+    """Tokens of each of `count` messages that fit one compression prompt."""
+    frame = count_tokens(SESSION_COMPRESSION_PROMPT.format(max_words=COMPRESSION_MAX_WORDS,
+                                                           conversation=""))
+    room = prompt_budget(ctx) - frame - MESSAGE_OVERHEAD_TOKENS
+    return room // max(count, 1) - _MESSAGE_FRAME_TOKENS
+
+
 def fit_conversation(ctx: Context, messages: Sequence[Message]) -> str:
     """The messages as text within the prompt budget, each cut to an equal share if needed.
 
     The session grew past the window by definition, so its oldest part may not fit one
     prompt; every message keeps its beginning rather than the oldest ones being dropped.
     """
-    frame = count_tokens(SESSION_COMPRESSION_PROMPT.format(max_words=COMPRESSION_MAX_WORDS,
-                                                           conversation=""))
-    room = prompt_budget(ctx) - frame - MESSAGE_OVERHEAD_TOKENS
-    share = room // max(len(messages), 1) - _MESSAGE_FRAME_TOKENS
+    share = message_share(ctx, len(messages))
     return "\n\n".join(f"{m.type.value}: {cap_tokens(m.content, share)}" for m in messages)
 
 
@@ -65,6 +73,12 @@ async def compress(ctx: Context, conversation: Sequence[Any],
     active = [m for m in as_session_messages(conversation) if not m.compressed]
     fold = compression_split(active, KEEP_FRACTION)
     if fold == 0:
+        return None
+    if message_share(ctx, fold) < MIN_SHARE_TOKENS:
+        # A window this small next to reserved_answer_tokens leaves each message a few
+        # tokens: the summary would be of nothing. History is still cut to fit each prompt.
+        logger.warning("session not compressed: max_context_tokens=%d leaves under %d tokens "
+                       "per message to summarise", ctx.max_context_tokens, MIN_SHARE_TOKENS)
         return None
     prompt = SESSION_COMPRESSION_PROMPT.format(
         max_words=COMPRESSION_MAX_WORDS, conversation=fit_conversation(ctx, active[:fold]))

@@ -14,6 +14,7 @@ from typing import Annotated, Any, NotRequired
 from langgraph.errors import NodeError
 from langgraph.runtime import Runtime
 from langgraph.types import Send
+from pydantic import Field
 from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12 (Studio schemas)
 
 from scholarflow import llm
@@ -39,21 +40,32 @@ _PROMPT_OVERHEAD_TOKENS = count_tokens(
 
 
 class SummaryInput(TypedDict):
-    documents: list[DocumentInfo]
-    document_texts: dict[str, str]
-    knowledge_base: NotRequired[str | None]
+    """What document_summary reads from the parent: the run's documents."""
+
+    documents: Annotated[list[DocumentInfo], Field(
+        description="The documents to summarise, without their text.")]
+    document_texts: Annotated[dict[str, str], Field(
+        description="Texts in hand, {doc_id: text}; the others are read from the knowledge base.")]
+    knowledge_base: NotRequired[Annotated[str | None, Field(
+        description="Where stored documents are read from; null: the default one.")]]
 
 
 class SummaryOutput(TypedDict):
+    """What document_summary gives back to the parent."""
+
     # Not in SummaryInput, so these start empty and the parent receives only what is new.
-    document_summaries: Annotated[dict[str, DocSummary], merge_summaries]
-    usage: Annotated[list[LLMUsage], operator.add]
+    # (A reducer must be the field's last annotation: LangGraph reads only that one.)
+    document_summaries: Annotated[dict[str, DocSummary], Field(
+        description="One condensed summary per document, by doc_id."), merge_summaries]
+    usage: Annotated[list[LLMUsage], Field(
+        description="Every LLM call of the subgraph: node, model, tokens, seconds."), operator.add]
 
 
 class SummaryState(SummaryInput, SummaryOutput):
     """The subgraph's state: its input documents and the summaries it produces."""
 
-    stored_doc_ids: list[str]  # read from the knowledge base, not given directly
+    stored_doc_ids: Annotated[list[str], Field(
+        description="Documents read from the knowledge base, not given directly.")]
 
 
 async def load_cached_summaries(state: SummaryState, runtime: Runtime[Context]) -> dict[str, Any]:

@@ -50,3 +50,20 @@ Answer with JSON only:
     "document_list",
     "history",
 )
+
+# Appended to SUB_QUESTION_GENERATION_PROMPT when a person sent the plan back with a
+# comment (review_plan): the planner sees the questions it gave and what was said of them.
+PLAN_FEEDBACK_PROMPT = prompt(
+    "PLAN_FEEDBACK_PROMPT",
+    """
+
+A person reviewed the search questions planned before:
+{previous_questions}
+
+and commented (oldest first; the last comment matters most):
+{feedback}
+
+Write the search questions again so that they follow these comments, in the same JSON.""",
+    "previous_questions",
+    "feedback",
+)

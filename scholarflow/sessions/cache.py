@@ -13,11 +13,11 @@ import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from types import TracebackType
+from typing import Protocol, Self, runtime_checkable
 
 from scholarflow.sessions.paths import database_path
 from scholarflow.sessions.sqlite import SqliteDatabase, transaction
-from scholarflow.sessions.store import AsyncClosable, ClosesOnExit
 
 DEFAULT_TTL_SECONDS = 7 * 24 * 3600
 # Expired rows are deleted on the first write and then every this many writes;
@@ -46,8 +46,26 @@ def summary_cache_key(doc_id: str, content_hash: str) -> str:
     return f"doc_summary:{doc_id}:{content_hash}"
 
 
+class ClosesOnExit:
+    """`async with` for a cache backend: leaving the block closes it (subclasses define close)."""
+
+    async def close(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+
 @runtime_checkable
-class SummaryCache(AsyncClosable, Protocol):
+class SummaryCache(Protocol):
     async def get_many(self, keys: Sequence[str]) -> dict[str, str]:
         """The cached values of those keys that are present and unexpired."""
         ...
@@ -66,7 +84,7 @@ def check_ttl(ttl_seconds: int) -> None:
 
 
 class SqliteSummaryCache(ClosesOnExit):
-    """SummaryCache in a SQLite file; it can share the file with SqliteSessionStore.
+    """SummaryCache in a SQLite file (`<SCHOLARFLOW_HOME>/scholarflow.db` by default).
 
     `clock` (unix seconds) is injectable so tests can move time forward.
     """

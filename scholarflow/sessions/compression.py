@@ -1,4 +1,4 @@
-"""Context compression (seed 004 §6.1): fold the oldest messages into one summary.
+"""Context compression (seed 004 §6.1): where to cut. session_save does the folding.
 
 When a session's active tokens pass `max_context_tokens * ratio`, the oldest
 70% of its active messages (any earlier summary included, so summaries fold
@@ -15,16 +15,9 @@ is a single round gets that round split.
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 
 from scholarflow.sessions.models import Message, MessageType
-from scholarflow.sessions.store import (
-    CompressionConflictError,
-    SessionNotFoundError,
-    SessionStore,
-)
-
-Summarize = Callable[[Sequence[Message]], Awaitable[str]]
 
 
 def compression_split(messages: Sequence[Message], keep_fraction: float = 0.3) -> int:
@@ -49,45 +42,3 @@ def compression_split(messages: Sequence[Message], keep_fraction: float = 0.3) -
         if starts_round(b) and worth(b):
             return b
     return cut if worth(cut) else 0
-
-
-async def maybe_compress(
-    store: SessionStore,
-    session_id: str,
-    *,
-    max_context_tokens: int,
-    summarize: Summarize,
-    ratio: float = 0.8,
-    keep_fraction: float = 0.3,
-) -> Message | None:
-    """Compress the session when its active tokens exceed `max_context_tokens * ratio`.
-
-    Returns the new COMPRESSION message, or None when nothing was done
-    (below the threshold, too few messages, or another compression of the
-    same session got there first). `summarize` gets the messages to fold, in
-    order; if it raises, the store is unchanged and the exception propagates.
-    """
-    if max_context_tokens <= 0:
-        raise ValueError("max_context_tokens must be positive")
-    if not 0 < ratio <= 1:
-        raise ValueError("ratio must be in (0, 1]")
-    if not 0 < keep_fraction < 1:
-        raise ValueError("keep_fraction must be in (0, 1)")
-
-    info = await store.get(session_id)
-    if info is None:
-        raise SessionNotFoundError(session_id)
-    if info.total_token_count <= max_context_tokens * ratio:
-        return None
-
-    active = await store.messages(session_id, active_only=True)
-    split = compression_split(active, keep_fraction)
-    if split == 0:
-        return None
-    oldest = active[:split]
-    summary = await summarize(oldest)
-    try:
-        return await store.compress(session_id, [m.id for m in oldest], summary)
-    except CompressionConflictError:
-        # A concurrent run compressed these messages already; its summary stands.
-        return None

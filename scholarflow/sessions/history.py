@@ -73,8 +73,8 @@ def history_for(messages: Sequence[Message], stage: Stage) -> list[Message]:
     active = [m for m in messages if not m.compressed]
     summaries = [m for m in active if m.type == MessageType.COMPRESSION]
     conversation = [m for m in active if m.type != MessageType.COMPRESSION]
-    # Ids grow with insertion, so the highest id is the newest summary; with
-    # `maybe_compress` folding summaries there is at most one active anyway.
+    # Ids are positions in the thread, so the highest is the newest summary; since each
+    # compression folds the previous summary in, at most one is active anyway.
     head = [max(summaries, key=lambda m: m.id)] if summaries else []
     if rounds is None:
         return head + conversation

@@ -1,7 +1,8 @@
-"""The session data model: messages and a session's statistics.
+"""The session's message model, seed 004's view of the thread's messages.
 
-Plain frozen dataclasses, so every store backend (SQLite now, PostgreSQL
-later) returns the same values and nothing outside a store can mutate them.
+The conversation itself is the thread's `messages` (scholarflow/conversation.py);
+history windows and the compression split work on these plain frozen views,
+so seed 004's rules do not depend on LangChain's message classes.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 TITLE_MAX_CHARS = 60
+MAX_SESSION_ID_CHARS = 200
 
 
 class MessageType(StrEnum):
@@ -21,7 +23,7 @@ class MessageType(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Message:
-    """One stored message.
+    """One message of the conversation.
 
     `compressed` marks an original that a COMPRESSION summary replaced; it is
     kept for `scholarflow sessions show` but never injected into prompts.
@@ -38,22 +40,16 @@ class Message:
     compressed: bool
 
 
-@dataclass(frozen=True, slots=True)
-class SessionInfo:
-    """A session and its statistics.
-
-    `total_token_count` counts only the active messages (not compressed, plus
-    COMPRESSION summaries): it is what the session costs in a prompt, and
-    what compression compares with its threshold. `message_count` counts
-    every stored message, compressed originals and summaries included.
-    """
-
-    session_id: str
-    title: str
-    total_token_count: int
-    message_count: int
-    created_at: float
-    updated_at: float
+def check_session_id(session_id: str) -> str:
+    """The id when it can name a session (a thread); else ValueError. The same rule for the
+    CLI, the graph's input and every checkpointer."""
+    if not isinstance(session_id, str) or not session_id.strip():
+        raise ValueError("a session id must be a non-empty string")
+    if len(session_id) > MAX_SESSION_ID_CHARS:
+        raise ValueError(f"a session id has at most {MAX_SESSION_ID_CHARS} characters")
+    if "\x00" in session_id:
+        raise ValueError("a session id cannot contain a NUL character")
+    return session_id
 
 
 def make_title(first_user_message: str) -> str:

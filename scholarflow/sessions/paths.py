@@ -15,7 +15,7 @@ DATABASE_FILENAME = "scholarflow.db"
 def home_path() -> Path:
     """The data folder: `$SCHOLARFLOW_HOME`, else `./.scholarflow`; not created here.
 
-    Async code uses this: creating the folder is file I/O, which the stores
+    Async code uses this: creating the folder is file I/O, which the caches
     do in their worker thread.
     """
     raw = os.environ.get(HOME_ENV, "").strip()
@@ -30,7 +30,7 @@ def home_dir() -> Path:
 
 
 def database_path() -> Path:
-    """The SQLite file that holds sessions and the summary cache."""
+    """The SQLite file of the summary cache (the sessions are in checkpoints.sqlite)."""
     return home_dir() / DATABASE_FILENAME
 
 

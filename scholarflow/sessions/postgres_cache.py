@@ -1,6 +1,6 @@
 """The summary cache in PostgreSQL: used when `SCHOLARFLOW_DATABASE_URL` is set without Redis.
 
-Every server process then shares one cache, as they share the sessions,
+Every server process then shares one cache, as they share the threads,
 instead of each keeping its own SQLite file. Same semantics as
 SqliteSummaryCache: expiry by an `expires_at` the reads compare with, an
 overwrite renews it, and expired rows are purged now and then on writes.
@@ -11,9 +11,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from scholarflow.sessions.cache import DEFAULT_TTL_SECONDS, PURGE_EVERY_WRITES, check_ttl
+from scholarflow.sessions.cache import (
+    DEFAULT_TTL_SECONDS,
+    PURGE_EVERY_WRITES,
+    ClosesOnExit,
+    check_ttl,
+)
 from scholarflow.sessions.postgres_db import PostgresDatabase
-from scholarflow.sessions.store import ClosesOnExit
 
 _DDL = (
     """CREATE TABLE IF NOT EXISTS {t} (

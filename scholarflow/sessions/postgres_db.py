@@ -1,4 +1,4 @@
-"""A lazily opened psycopg 3 connection pool, shared by the PostgreSQL store and cache.
+"""A lazily opened psycopg 3 connection pool, for the PostgreSQL summary cache.
 
 psycopg is imported when the pool first opens, so configurations without
 PostgreSQL never load it.
@@ -35,8 +35,7 @@ class PostgresDatabase:
     `schema` (optional) puts the tables in that schema, created on demand;
     else they go where the connection's search_path says. A pool belongs to
     the event loop that opened it, so a call from another loop (a later
-    `asyncio.run`) opens a new pool. Shared by the session store and the
-    PostgreSQL summary cache.
+    `asyncio.run`) opens a new pool.
     """
 
     def __init__(

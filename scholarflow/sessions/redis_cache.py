@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from scholarflow.errors import ConfigurationError
-from scholarflow.sessions.cache import DEFAULT_TTL_SECONDS, check_ttl
+from scholarflow.sessions.cache import DEFAULT_TTL_SECONDS, ClosesOnExit, check_ttl
 from scholarflow.sessions.services import (
     REDIS_SCHEMES,
     REDIS_URL_ENV,
@@ -31,7 +31,6 @@ from scholarflow.sessions.services import (
     scrub,
     unreachable,
 )
-from scholarflow.sessions.store import ClosesOnExit
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis

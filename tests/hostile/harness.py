@@ -1,7 +1,8 @@
 """What every hostile case asserts, and how it runs the command line.
 
-A case runs `scholarflow` (a real subprocess, bytes in and out, or in-process
-for speed), then checks, as a new user or an attacker would see it:
+A case runs `scholarflow` (a new process, bytes in and out: forked from a server
+that has the libraries imported, see forkserver.py; or in-process, for what the
+command line cannot reach), then checks, as a new user or an attacker would see it:
 - the exit code (2 for a bad request, 1 for a run that failed);
 - stderr ends in exactly one `error: ...` line that names the fix;
 - no traceback, no raw control character (ESC, OSC) on the terminal;
@@ -11,15 +12,22 @@ for speed), then checks, as a new user or an attacker would see it:
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
+import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
+import threading
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from tests.hostile.forkserver import ForkServer
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "papers"
@@ -66,17 +74,52 @@ def llm_env(base_url: str, home: Path, **extra: str) -> dict[str, str]:
 
 
 def run(args: Sequence[str | bytes], env: Mapping[str, str | bytes], *,
-        stdin: bytes = b"", timeout: float = TIMEOUT, cwd: Path = REPO) -> Result:
-    """`scholarflow ARGS` as a subprocess; arguments and stdin may be raw bytes."""
-    proc = subprocess.run(
-        [sys.executable.encode(), b"-m", b"scholarflow.cli",
-         *(a if isinstance(a, bytes) else a.encode() for a in args)],
-        input=stdin, capture_output=True, env=dict(env),  # type: ignore[arg-type]
-        cwd=cwd, timeout=timeout, check=False,
-    )
+        stdin: bytes = b"", timeout: float = TIMEOUT, cwd: Path = REPO,
+        module: str = "scholarflow.cli") -> Result:
+    """`python -m scholarflow.cli ARGS` as a new process; arguments and stdin may be raw
+    bytes. The process is forked from a server that has the third-party libraries imported
+    (tests/hostile/forkserver.py), or started anew when the environment asks for another
+    interpreter (or SCHOLARFLOW_TEST_SUBPROCESS=1): the same process either way."""
+    argv = [a if isinstance(a, bytes) else a.encode() for a in args]
+    server = fork_server()
+    if server is not None and server.accepts(env):
+        returncode, stdout, stderr = server.run(
+            module, argv, env, stdin=stdin, timeout=timeout, cwd=cwd)  # type: ignore[arg-type]
+    else:
+        proc = subprocess.run(
+            [sys.executable.encode(), b"-m", module.encode(), *argv],
+            input=stdin, capture_output=True, env=dict(env),  # type: ignore[arg-type]
+            cwd=cwd, timeout=timeout, check=False,
+        )
+        returncode, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
     return Result(tuple(a if isinstance(a, str) else a.decode(errors="replace") for a in args),
-                  proc.returncode, proc.stdout.decode(errors="replace"),
-                  proc.stderr.decode(errors="replace"), proc.stderr)
+                  returncode, stdout.decode(errors="replace"),
+                  stderr.decode(errors="replace"), stderr)
+
+
+_server: ForkServer | None = None
+_server_lock = threading.Lock()
+_server_failed = False
+
+
+def fork_server() -> ForkServer | None:
+    """The fork server of this test process, started on first use; None when runs must be
+    real subprocesses (SCHOLARFLOW_TEST_SUBPROCESS=1, or the server could not start)."""
+    global _server, _server_failed
+    if os.environ.get("SCHOLARFLOW_TEST_SUBPROCESS") or not hasattr(socket, "send_fds"):
+        return None
+    with _server_lock:
+        if _server is None and not _server_failed:
+            home = Path(tempfile.gettempdir()) / "scholarflow-fork-server-home"  # never used
+            try:
+                _server = ForkServer(base_env(home), REPO)
+            except (OSError, RuntimeError) as exc:
+                _server_failed = True
+                warnings.warn(f"fork server unavailable, runs are subprocesses: {exc}",
+                              stacklevel=2)
+                return None
+            atexit.register(_server.close)
+        return _server
 
 
 def assert_clean_error(result: Result, *, exit_code: int, names: Iterable[str] = ()) -> str:
@@ -133,12 +176,9 @@ class Seeded:
 def fingerprint(home: Path) -> dict[str, Any]:
     """The sessions with their messages, and each knowledge base's documents and chunks."""
     found: dict[str, Any] = {}
-    db = home / "scholarflow.db"
-    if db.exists():
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
-            found["sessions"] = sorted(conn.execute("SELECT session_id FROM sessions"))
-            found["messages"] = sorted(conn.execute(
-                "SELECT session_id, type, content FROM session_messages"))
+    checkpoints = home / "checkpoints.sqlite"
+    if checkpoints.exists():
+        found["sessions"], found["messages"] = _threads(checkpoints)
     for index in sorted((home / "kb").glob("*/index.sqlite")):
         with sqlite3.connect(f"file:{index}?mode=ro", uri=True) as conn:
             found[f"kb:{index.parent.name}"] = (
@@ -146,6 +186,41 @@ def fingerprint(home: Path) -> dict[str, Any]:
                 conn.execute("SELECT count(*) FROM chunks").fetchone(),
             )
     return found
+
+
+def _threads(path: Path) -> tuple[list[tuple[str]], list[tuple[str, str, str]]]:
+    """The sessions (threads) of a checkpoint file, and their messages as
+    (session, type, content), read as LangGraph rebuilds them."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    async def read() -> tuple[list[tuple[str]], list[tuple[str, str, str]]]:
+        import aiosqlite
+        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+        from scholarflow import build_graph
+        from scholarflow.checkpoints import latest_checkpoints, thread_config
+        from scholarflow.conversation import as_session_messages
+
+        sessions: list[tuple[str]] = []
+        messages: list[tuple[str, str, str]] = []
+        async with aiosqlite.connect(path) as conn:
+            saver = AsyncSqliteSaver(conn)
+            graph = build_graph(checkpointer=saver)
+            try:
+                threads = await latest_checkpoints(saver)
+            except sqlite3.OperationalError:  # no table yet
+                threads = []
+            for thread_id, _ in threads:
+                sessions.append((thread_id,))
+                values = (await graph.aget_state(thread_config(thread_id))).values
+                messages += [(thread_id, m.type.value, m.content)
+                             for m in as_session_messages(values.get("messages") or [])]
+        return sorted(sessions), sorted(messages)
+
+    # A thread of its own: callers may be inside an event loop.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, read()).result()
 
 
 def seed(base_url: str, home: Path) -> Seeded:
@@ -190,7 +265,7 @@ class Call:
 
 
 def run_many(calls: Sequence[Call], *, workers: int = 4) -> list[Result]:
-    """Independent invocations at once (each pays ~3 s of imports); results in order."""
+    """Independent invocations at once; results in order."""
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(calls)))) as pool:
@@ -215,12 +290,10 @@ def assert_no_new_session(seeded: Seeded) -> None:
 def assert_knowledge_bases_intact(seeded: Seeded, *, sessions: bool = True) -> None:
     """assert_intact for a case that damages a file on purpose (fingerprint() cannot read
     it): the seeded knowledge bases as they were, and the sessions unless `sessions` is
-    False (their database is the damaged file)."""
+    False (their checkpoint file is the damaged one)."""
     if sessions:
-        db = seeded.home / "scholarflow.db"
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
-            assert set(seeded.fingerprint["messages"]) <= set(conn.execute(
-                "SELECT session_id, type, content FROM session_messages"))
+        _sessions, messages = _threads(seeded.home / "checkpoints.sqlite")
+        assert set(seeded.fingerprint["messages"]) <= set(messages)
     for key, value in seeded.fingerprint.items():
         if not key.startswith("kb:"):
             continue

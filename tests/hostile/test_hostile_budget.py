@@ -7,16 +7,20 @@ scripted server's calls and measures every prompt it was sent.
 
 from __future__ import annotations
 
+import contextlib
+import uuid
 from typing import Any
 
 import pytest
+from langchain_core.messages import BaseMessage
+from langgraph.checkpoint.memory import InMemorySaver
 
-from scholarflow import Context, llm
+from scholarflow import Context, build_graph, llm
 from scholarflow.bounded import LoopLimitError, bounded_rounds, require_progress
-from scholarflow.errors import ConfigurationError
+from scholarflow.conversation import answer_message, as_session_messages, question_message
+from scholarflow.errors import ConfigurationError, ScholarflowError
 from scholarflow.prompt_guard import PromptTooLargeError, check_prompt
 from scholarflow.sessions.models import MessageType
-from scholarflow.sessions.registry import session_store
 from scholarflow.testing import FakeOpenAIServer
 from scholarflow.tokens import count_message_tokens, count_tokens
 from tests.conftest import SUMMARY_RULE, paper, run_graph
@@ -63,9 +67,32 @@ def one_error_line(out: dict[str, Any]) -> str:
     return error
 
 
-async def saved_questions(session_id: str) -> list[str]:
-    return [m.content for m in await session_store().messages(session_id)
-            if m.type == MessageType.USER]
+class Session:
+    """One session over several runs: a thread of a graph with an in-memory checkpointer
+    (run_graph starts a new thread each time)."""
+
+    def __init__(self) -> None:
+        self.graph = build_graph(checkpointer=InMemorySaver())
+        self.config: Any = {"configurable": {"thread_id": uuid.uuid4().hex}}
+
+    async def ask(self, payload: dict[str, Any], ctx: Context | None = None
+                  ) -> dict[str, Any]:
+        """The thread's state after the run; a failed run's error is in its `error`."""
+        with contextlib.suppress(ScholarflowError):  # a failed run raises its error
+            await self.graph.ainvoke(payload, self.config, context=ctx)
+        return dict((await self.graph.aget_state(self.config)).values)
+
+    async def add(self, *messages: BaseMessage) -> None:
+        """Earlier turns, as if runs had saved them."""
+        await self.graph.aupdate_state(self.config, {"messages": list(messages)},
+                                       as_node="session_save")
+
+    async def messages(self) -> list[Any]:
+        values = (await self.graph.aget_state(self.config)).values
+        return as_session_messages(values.get("messages") or [])
+
+    async def questions(self) -> list[str]:
+        return [m.content for m in await self.messages() if m.type == MessageType.USER]
 
 
 # --- tiny contexts ---------------------------------------------------------------------
@@ -105,15 +132,15 @@ class TestTinyContexts:
     async def test_a_refused_budget_keeps_the_question_and_the_session(
         self, fake_llm: FakeOpenAIServer
     ) -> None:
-        first, _ = await run_graph({"query": "hello"})
-        session = first["session_id"]
+        session = Session()
+        await session.ask({"query": "hello"})
         calls = fake_llm.stats().chat_calls
-        out, _ = await run_graph({"query": "Summarize these papers", "session_id": session,
-                                  "document_contents": two_papers()},
-                                 Context(max_context_tokens=4096))
+        out = await session.ask({"query": "Summarize these papers",
+                                 "document_contents": two_papers()},
+                                Context(max_context_tokens=4096))
         assert "max_context_tokens" in one_error_line(out)
         assert fake_llm.stats().chat_calls == calls
-        assert await saved_questions(session) == ["hello", "Summarize these papers"]
+        assert await session.questions() == ["hello", "Summarize these papers"]
 
     async def test_two_summaries_over_a_small_window_are_shortened_not_looped(
         self, fake_llm: FakeOpenAIServer
@@ -234,16 +261,16 @@ class TestTinyContexts:
     ) -> None:
         ctx = Context(max_context_tokens=3000, reserved_answer_tokens=500,
                       system_tokens_estimate=300)
-        out, _ = await run_graph({"query": "hello"}, ctx)
-        session = out["session_id"]
-        store = session_store()
+        session = Session()
+        await session.ask({"query": "hello"}, ctx)
         for i in range(6):  # earlier turns, each alone nearly the window
-            await store.add_message(session, MessageType.USER, words(1500, f"q{i}x"))
-            await store.add_message(session, MessageType.ASSISTANT, words(1500, f"a{i}x"))
+            await session.add(question_message(words(1500, f"q{i}x")),
+                              answer_message(words(1500, f"a{i}x"), message_id=None,
+                                             metadata={}))
         fake_llm.reset()
         fake_llm.configure(rules=[{"match": "Summarise the conversation", "reply": "EARLIER"}])
         question = "And what about that? " + words(600, "detail")  # fits, barely
-        out, _ = await run_graph({"query": question, "session_id": session}, ctx)
+        out = await session.ask({"query": question}, ctx)
         assert out["error"] is None, out["error"]
         assert fake_llm.stats().chat_calls >= 1
         assert_prompts_fit(fake_llm, ctx)
@@ -254,19 +281,18 @@ class TestTinyContexts:
         fake_llm.configure(rules=[{"match": "Summarise the conversation", "reply": "EARLIER"}])
         ctx = Context(max_context_tokens=4000, reserved_answer_tokens=500,
                       system_tokens_estimate=300)
-        out, _ = await run_graph({"query": "hello"}, ctx)
-        session = out["session_id"]
-        for i in range(10):
-            await session_store().add_message(session, MessageType.USER, words(2000, f"m{i}x"))
+        session = Session()
+        await session.ask({"query": "hello"}, ctx)
+        await session.add(*(question_message(words(2000, f"m{i}x")) for i in range(10)))
         fake_llm.reset()
         fake_llm.configure(rules=[{"match": "Summarise the conversation", "reply": "EARLIER"}])
-        out, _ = await run_graph({"query": "next", "session_id": session}, ctx)
+        out = await session.ask({"query": "next"}, ctx)
         assert out["error"] is None, out["error"]
         compressions = [r for r in fake_llm.stats().requests
                         if "Summarise the conversation" in str(r["messages"])]
         assert len(compressions) == 1
         assert_prompts_fit(fake_llm, ctx)
-        active = await session_store().messages(session, active_only=True)
+        active = [m for m in await session.messages() if not m.compressed]
         assert active[0].type == MessageType.COMPRESSION
 
     def test_bounded_rounds_stop_a_loop_that_never_finishes(self) -> None:
@@ -293,15 +319,15 @@ class TestSizes:
         question = ("Explain this. " + "lorem ipsum dolor sit amet " * 40_000)[:1_000_000] \
             if size == "1 MB" else "Explain " + words(100_000, "w")
         assert count_tokens(question) > 128_000
-        first, _ = await run_graph({"query": "hello"})
-        session = first["session_id"]
+        session = Session()
+        await session.ask({"query": "hello"})
         calls = fake_llm.stats().chat_calls
-        out, _ = await run_graph({"query": question, "session_id": session})
+        out = await session.ask({"query": question})
         error = one_error_line(out)
         assert "question is too long" in error and "shorten the question" in error, error
         assert "max_context_tokens=128000" in error
         assert fake_llm.stats().chat_calls == calls  # not one more call
-        assert (await saved_questions(session))[-1] == question.strip()
+        assert (await session.questions())[-1] == question.strip()
 
     async def test_a_long_question_that_fits_is_answered_within_the_window(
         self, fake_llm: FakeOpenAIServer

@@ -169,33 +169,39 @@ def test_a_home_that_is_a_file_names_scholarflow_home(
     assert_intact(seeded)
 
 
-@pytest.mark.parametrize("command", [["ask", "hi"], ["sessions", "list"]], ids=["ask", "list"])
-def test_a_damaged_session_database_is_named_and_kept(
-    command: list[str], seeded: Seeded, llm_server: FakeOpenAIServer,
+def test_a_damaged_summary_cache_is_named_and_kept(
+    seeded: Seeded, llm_server: FakeOpenAIServer, tmp_path: Path,
 ) -> None:
-    db = seeded.home / "scholarflow.db"
+    db = seeded.home / "scholarflow.db"  # the summary cache (the sessions are checkpoints)
     for extra in ("-wal", "-shm"):  # the pages a WAL may still hold would repair it
         (seeded.home / f"scholarflow.db{extra}").unlink(missing_ok=True)
     db.write_bytes(GARBAGE)
-    result = run(command, llm_env(llm_server.base_url, seeded.home))
+    second = tmp_path / "second.md"
+    second.write_text(paper("en_retrieval_qa.md"), encoding="utf-8")
+    result = run(["ask", "Summarize these papers", "--file", str(PAPER), "--file", str(second),
+                  "--mode", "LITERATURE_SUMMARY", "--no-thinking"],
+                 llm_env(llm_server.base_url, seeded.home))
     assert_clean_error(result, exit_code=EXIT_BAD_REQUEST, names=[str(db), "move it aside"])
     assert db.read_bytes() == GARBAGE  # never deleted nor overwritten
     assert llm_server.stats().chat_calls == 0
-    assert_knowledge_bases_intact(seeded, sessions=False)  # they are in the damaged file
+    assert_intact(seeded)
 
 
+@pytest.mark.parametrize("command", [["ask", "hi"], ["sessions", "list"], ["resume", "s"]],
+                         ids=["ask", "list", "resume"])
 def test_damaged_checkpoints_are_named_and_kept(
-    seeded: Seeded, llm_server: FakeOpenAIServer,
+    command: list[str], seeded: Seeded, llm_server: FakeOpenAIServer,
 ) -> None:
-    checkpoints = seeded.home / "checkpoints.sqlite"
+    checkpoints = seeded.home / "checkpoints.sqlite"  # the sessions
     for extra in ("-wal", "-shm"):
         (seeded.home / f"checkpoints.sqlite{extra}").unlink(missing_ok=True)
     checkpoints.write_bytes(GARBAGE)
-    result = run(["ask", "hi"], llm_env(llm_server.base_url, seeded.home))
+    result = run(command, llm_env(llm_server.base_url, seeded.home))
     assert_clean_error(result, exit_code=EXIT_BAD_REQUEST,
                        names=[str(checkpoints), "move it aside"])
     assert checkpoints.read_bytes() == GARBAGE
-    assert_intact(seeded)
+    assert llm_server.stats().chat_calls == 0
+    assert_knowledge_bases_intact(seeded, sessions=False)  # they are in the damaged file
 
 
 @pytest.mark.parametrize("command", [

@@ -254,7 +254,8 @@ def test_an_error_from_inside_the_graph_keeps_its_kind(kind: str | None, bad_req
 async def test_a_bad_request_inside_the_graph_is_tagged_input(fake_llm: FakeOpenAIServer) -> None:
     from tests.conftest import run_graph
 
-    _out, events = await run_graph({"query": "hi", "session_id": "no-such-session"})
+    # (An unknown session id is not one: it starts that session.)
+    _out, events = await run_graph({"query": "hi", "doc_ids": ["no-such-document"]})
     node_errors = [e for e in events if e["type"] == "node_error"]
     assert (node_errors[0]["node"], node_errors[0]["kind"]) == ("request_init", "input")
-    assert all(e["kind"] == "input" for e in node_errors)  # session_save: no such session
+    assert all(e["kind"] == "input" for e in node_errors)
