@@ -122,7 +122,8 @@ async def test_the_servers_checkpoints_land_in_postgres(
         assert latest is not None
         values = latest.checkpoint["channel_values"]
         assert values["answer"] == state["values"]["answer"] == second.values["answer"]
-        assert values["session_id"] == state["values"]["session_id"]
+        assert values["session"] == state["values"]["session"]
+        assert state["values"]["session"]["session_id"] == thread_id  # the thread is the session
         assert latest.metadata.get("run_id") == second.run_id
 
         # A key sent in the context is in no checkpoint, blob or pending write.

@@ -25,11 +25,9 @@ def _both(args: list[str | bytes], env: dict[str, str], *, stdin: bytes = b"",
     if server is None or not server.accepts(env):
         pytest.skip("runs are subprocesses here: nothing to compare")
     forked = run(args, env, stdin=stdin, cwd=cwd, module=PROBE)
-    os.environ["SCHOLARFLOW_TEST_SUBPROCESS"] = "1"
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SCHOLARFLOW_TEST_SUBPROCESS", "1")  # the same run, as a new interpreter
         fresh = run(args, env, stdin=stdin, cwd=cwd, module=PROBE)
-    finally:
-        del os.environ["SCHOLARFLOW_TEST_SUBPROCESS"]
     return forked, fresh
 
 
