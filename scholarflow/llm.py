@@ -25,7 +25,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Protocol
+from typing import Protocol
 
 import httpx
 import openai
@@ -372,8 +372,3 @@ class _StreamCall:
         self.sent.append(piece)
         self.on_text(piece)
         return piece
-
-
-def usage_update(*results: LLMResult) -> dict[str, Any]:
-    """The state update that records these calls' usage."""
-    return {"usage": [r.usage for r in results]}

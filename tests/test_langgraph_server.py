@@ -386,7 +386,9 @@ async def test_twenty_concurrent_runs_share_one_llm_limit(server: Server, fake: 
     started = time.perf_counter()
     runs: list[Run] = await asyncio.gather(*(
         # Half the runs ask for another limit: ignored, the limit is the server's.
-        stream(server, thread, input={"query": q, "content": _paper()},
+        # The question as agent-chat-ui sends it, a human message.
+        stream(server, thread, input={"messages": [{"type": "human", "content": q}],
+                                      "content": _paper()},
                context={"max_concurrent_llm_calls": 100} if i % 2 else {})
         for i, (thread, q) in enumerate(zip(threads, questions, strict=True))
     ))
@@ -395,7 +397,8 @@ async def test_twenty_concurrent_runs_share_one_llm_limit(server: Server, fake: 
 
     failed = {i: r.failures() for i, r in enumerate(runs) if r.failures()}
     assert not failed, f"{failed}\n{server.log_tail()}"
-    for question, run in zip(questions, runs, strict=True):
+    for thread, question, run in zip(threads, questions, runs, strict=True):
+        assert run.values["session"]["session_id"] == thread  # each run in its own thread
         finals = [e for e in run.custom if e["type"] == "final_answer"]
         assert len(finals) == 1, run.types()
         # The echo model answers with the run's own question: no run got another's reply.

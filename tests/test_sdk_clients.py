@@ -1,8 +1,7 @@
 """LangGraph clients drive the server the way agent-chat-ui does: the thread is the conversation.
 
 One `langgraph dev` for the module (tests/langgraph_dev.py), beside the scripted
-OpenAI server, with a low process-wide LLM limit in the server's environment.
-The Python `langgraph_sdk` tests and the JavaScript `@langchain/langgraph-sdk`
+OpenAI server. The Python `langgraph_sdk` tests and the JavaScript `@langchain/langgraph-sdk`
 script (tests/js/clients.mjs, run with Node) drive that same server:
 
 - `messages` input and stream modes values, messages-tuple and custom: the
@@ -12,8 +11,10 @@ script (tests/js/clients.mjs, run with Node) drive that same server:
   next run on the thread never inherits the documents or mode of the run it cut;
 - `threads.copy`, a fork from a checkpoint of `threads.get_history`, delete;
 - a run the model cannot answer (401) ends in error with the question kept;
-- the review_plan interrupt and its resume;
-- 20 runs at once under the server's LLM limit.
+- the review_plan interrupt and its resume.
+
+20 runs at once under the server's LLM limit, with `messages` input, are in
+tests/test_langgraph_server.py (its server has the low limit).
 
 Slow runs are slow in the scripted model (a rule's latency) and the tests poll
 for the state they need; nothing asserts on a duration. Skipped only when the
@@ -58,9 +59,6 @@ pytestmark = pytest.mark.skipif(LANGGRAPH is None, reason=NO_CLI)
 
 T = TypeVar("T")
 
-LLM_CAP = 3  # SCHOLARFLOW_MAX_CONCURRENT_LLM_CALLS of this module's server
-LOAD_RUNS = 20
-LOAD_LATENCY = 0.15  # each scripted reply, in the 20-run test only
 SLOW = 2.0  # the scripted model's delay for a run the test cuts short (cancel, multitask)
 POLL = 0.05
 
@@ -97,7 +95,6 @@ def fake(workdir: Path) -> Iterator[Fake]:
 @pytest.fixture(scope="module")
 def server(fake: Fake, workdir: Path) -> Iterator[Server]:
     env = {
-        "SCHOLARFLOW_MAX_CONCURRENT_LLM_CALLS": str(LLM_CAP),
         # Recall embeddings from the scripted server: no local model to load.
         "SCHOLARFLOW_EMBEDDING_MODEL": "fake-embedding",
     }
@@ -619,31 +616,6 @@ async def test_review_plan_pauses_after_planning_and_resumes_on_approval(
 
 
 # --- load ----------------------------------------------------------------------------------------
-
-
-async def test_twenty_concurrent_runs_stay_under_the_servers_llm_limit(
-    client: LangGraphClient, fake: Fake, server: Server
-) -> None:
-    await script(fake, latency=LOAD_LATENCY,
-                 rules=[{"match": INTENT_RULE, "reply": INTENT_QA}])
-    threads = [await new_thread(client) for _ in range(LOAD_RUNS)]
-    questions = [f"Which attention pattern does run {i} find?" for i in range(LOAD_RUNS)]
-    runs = await asyncio.gather(*(
-        stream(client, thread, input={"messages": [human(q)], "content": _paper()},
-               # Half ask for a higher limit: ignored, the limit is the server's.
-               context={"max_concurrent_llm_calls": 100} if i % 2 else {})
-        for i, (thread, q) in enumerate(zip(threads, questions, strict=True))))
-    stats = await fake_stats(fake)
-
-    failed = {i: r.failures() for i, r in enumerate(runs) if r.failures()}
-    assert not failed, f"{failed}\n{server.log_tail()}"
-    for thread, question, run in zip(threads, questions, runs, strict=True):
-        # The echo model answers with the run's own question: no run got another's reply.
-        assert run.values["answer"] == f"ok: {question}", run.values["answer"]
-        assert run.values["session"]["session_id"] == thread
-    assert stats["chat_calls"] == 2 * LOAD_RUNS  # intent + answer per run
-    assert stats["max_in_flight"] <= LLM_CAP, stats["max_in_flight"]
-    assert stats["max_in_flight"] == LLM_CAP, "the load never reached the limit"
 
 
 # --- JavaScript: @langchain/langgraph-sdk with Node ----------------------------------------------
