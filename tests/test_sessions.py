@@ -11,7 +11,6 @@ import io
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -24,21 +23,7 @@ from scholarflow import Context, build_graph, cli, cli_run
 from scholarflow.checkpoints import open_checkpointer, thread_config
 from scholarflow.errors import InputError
 from scholarflow.testing import FakeOpenAIServer
-
-
-@dataclass(frozen=True)
-class Out:
-    code: int
-    stdout: str
-    stderr: str
-
-    @property
-    def err_lines(self) -> list[str]:
-        return self.stderr.splitlines()
-
-    def json_lines(self) -> list[dict[str, Any]]:
-        return [json.loads(line) for line in self.stdout.splitlines()]
-
+from tests.test_cli import Result
 
 Cli = Callable[..., Any]
 
@@ -47,13 +32,13 @@ Cli = Callable[..., Any]
 def sf(fake_llm: FakeOpenAIServer, capsys: pytest.CaptureFixture[str],
        monkeypatch: pytest.MonkeyPatch) -> Cli:
     """`await sf("ask", "hi", stdin=...)`: the command line, in this process."""
-    async def call(*argv: str, stdin: str = "") -> Out:
+    async def call(*argv: str, stdin: str = "") -> Result:
         capsys.readouterr()
         monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
         code = await cli.run(cli._parser().parse_args(list(argv)))
         got = capsys.readouterr()
         assert "Traceback" not in got.out + got.err, got
-        return Out(code, got.out, got.err)
+        return Result(tuple(argv), code, got.out, got.err)
     return call
 
 
@@ -64,9 +49,9 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
     return str(request.param)
 
 
-def one_error(out: Out, code: int, mentions: str = "", *, alone: bool = True) -> str:
+def one_error(out: Result, code: int, mentions: str = "", *, alone: bool = True) -> str:
     """The one `error:` line, last on stderr (`alone`: the only line there)."""
-    assert out.code == code, out
+    assert out.returncode == code, out
     errors = [line for line in out.err_lines if line.startswith("error")]
     assert len(errors) == 1 and out.err_lines[-1] == errors[0], out
     assert mentions in errors[0] and (len(out.err_lines) == 1 or not alone), out
@@ -80,7 +65,7 @@ async def test_list_show_delete_read_threads(sf: Cli, backend: str) -> None:
     for argv in (["ask", "first question", "--session", "alpha"], ["ask", "a new one"],
                  ["ask", "second question", "--session", "alpha", "--json"]):
         assert (await sf(*argv, "--no-thinking") if "--json" not in argv
-                else await sf(*argv)).code == 0
+                else await sf(*argv)).returncode == 0
 
     listed = (await sf("sessions", "list")).json_lines()
     assert [s["session_id"] == "alpha" for s in listed] == [True, False]  # newest first
@@ -99,7 +84,7 @@ async def test_list_show_delete_read_threads(sf: Cli, backend: str) -> None:
     assert alpha["total_token_count"] == sum(m["token_count"] for m in shown)
 
     deleted = await sf("sessions", "delete", "alpha")
-    assert (deleted.code, json.loads(deleted.stdout)) == (0, {"deleted": "alpha"})
+    assert (deleted.returncode, json.loads(deleted.stdout)) == (0, {"deleted": "alpha"})
     one_error(await sf("sessions", "show", "alpha"), 2, "no session 'alpha'")
     one_error(await sf("sessions", "delete", "alpha"), 2, "no session 'alpha'")
     assert [s["session_id"] for s in (await sf("sessions", "list")).json_lines()] == [
@@ -113,7 +98,8 @@ async def test_list_reads_one_checkpoint_per_thread(sf: Cli, monkeypatch: pytest
 
     for session in ("s1", "s2", "s3"):
         for question in ("one", "two"):  # ~20 checkpoints per thread
-            assert (await sf("ask", question, "--session", session, "--no-thinking")).code == 0
+            asked = await sf("ask", question, "--session", session, "--no-thinking")
+            assert asked.returncode == 0
     reads: list[str] = []
     original = AsyncSqliteSaver.aget_tuple
 
@@ -133,12 +119,13 @@ async def test_list_reads_one_checkpoint_per_thread(sf: Cli, monkeypatch: pytest
 
 async def test_an_unknown_session_name_starts_that_session(sf: Cli) -> None:
     new = await sf("ask", "hello", "--session", "my-project", "--no-thinking")
-    assert new.code == 0 and new.stdout.strip() == "ok: hello", new
+    assert new.returncode == 0 and new.stdout.strip() == "ok: hello", new
     assert new.err_lines[0] == "note: session my-project is new", new
     again = await sf("ask", "more", "--session", "my-project", "--no-thinking")
-    assert again.code == 0 and not [x for x in again.err_lines if x.startswith("note:")], again
+    notes = [x for x in again.err_lines if x.startswith("note:")]
+    assert again.returncode == 0 and not notes, again
     fresh = await sf("ask", "a new session", "--no-thinking")  # a new uuid: no note needed
-    assert fresh.code == 0 and not [x for x in fresh.err_lines if x.startswith("note:")]
+    assert fresh.returncode == 0 and not [x for x in fresh.err_lines if x.startswith("note:")]
     ids = [s["session_id"] for s in (await sf("sessions", "list")).json_lines()]
     assert len(ids) == 2 and ids[1] == "my-project" and len(ids[0]) == 36  # str(uuid4())
     one_error(await sf("ask", "hi", "--session", " "), 2, "invalid --session")
@@ -151,7 +138,7 @@ async def test_an_unknown_session_name_starts_that_session(sf: Cli) -> None:
 async def test_a_failed_run_exits_1_once_and_keeps_its_question(
     sf: Cli, fake_llm: FakeOpenAIServer
 ) -> None:
-    assert (await sf("ask", "hello", "--session", "s", "--no-thinking")).code == 0
+    assert (await sf("ask", "hello", "--session", "s", "--no-thinking")).returncode == 0
     fake_llm.configure(fail_first_n=10, fail_status=401)  # a bad key: not retried
     one_error(await sf("ask", "will fail", "--session", "s", "--no-thinking"), 1, "401")
     failed_json = await sf("ask", "fails too", "--session", "s", "--json")
@@ -166,7 +153,7 @@ async def test_a_failed_run_exits_1_once_and_keeps_its_question(
         ("USER", "hello"), ("ASSISTANT", "ok: hello"), ("USER", "will fail"),
         ("USER", "fails too")]
     after = await sf("ask", "working again", "--session", "s", "--no-thinking")
-    assert after.code == 0 and after.err_lines[-1].startswith("session s · "), after
+    assert after.returncode == 0 and after.err_lines[-1].startswith("session s · "), after
 
 
 # --- compression ---------------------------------------------------------------------------------
@@ -235,7 +222,7 @@ def _review_graph(fail: BaseException | None = None) -> Callable[..., Any]:
     return build
 
 
-def _answered(out: Out) -> Any:
+def _answered(out: Result) -> Any:
     final = out.json_lines()[-1]
     assert final["type"] == "final_answer", out
     return json.loads(final["answer"])
@@ -260,7 +247,7 @@ async def test_review_plan_reads_the_answer_and_resumes(
 ) -> None:
     monkeypatch.setattr(cli_run, "build_graph", _review_graph())
     out = await sf("ask", "compare them", "--review-plan", "--json", stdin=typed)
-    assert out.code == 0 and _answered(out) == expected, out
+    assert out.returncode == 0 and _answered(out) == expected, out
     assert "plan for review: compare them" in out.stderr
     assert "  2. which \\x1b[31mmodel?" in out.stderr  # shown, not obeyed by the terminal
     assert "  2. search: which model? (document p1)" in out.stderr
@@ -272,11 +259,11 @@ async def test_review_plan_without_an_answer_waits_for_resume(
     monkeypatch.setattr(cli_run, "build_graph", _review_graph())
     stopped = await sf("ask", "compare them", "--session", "r", "--review-plan", "--json")
     line = one_error(stopped, 2, "no answer to the plan review", alone=False)
-    assert "`scholarflow resume r`" in line and stopped.code == 2
+    assert "`scholarflow resume r`" in line and stopped.returncode == 2
     one_error(await sf("resume", "r", "--json", stdin="e\n\n"), 2, "no sub-questions given",
               alone=False)
     resumed = await sf("resume", "r", "--json", stdin="more on the baselines\n")
-    assert resumed.code == 0, resumed
+    assert resumed.returncode == 0, resumed
     assert _answered(resumed) == {"action": "feedback", "feedback": "more on the baselines"}
     assert resumed.stderr.startswith("note: resuming 'compare them', waiting for its plan "
                                      "to be reviewed"), resumed
@@ -287,9 +274,9 @@ async def test_a_question_replaces_a_run_waiting_for_review(
     sf: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(cli_run, "build_graph", _review_graph())
-    assert (await sf("ask", "first", "--session", "w", "--review-plan", "--json")).code == 2
+    assert (await sf("ask", "first", "--session", "w", "--review-plan", "--json")).returncode == 2
     out = await sf("ask", "second", "--session", "w", "--json", stdin="\n")
-    assert out.code == 0 and _answered(out) == {"action": "approve"}, out
+    assert out.returncode == 0 and _answered(out) == {"action": "approve"}, out
     assert ("had an unfinished run ('first', waiting for its plan to be reviewed); this "
             "question replaces it") in out.stderr
 
@@ -302,7 +289,7 @@ async def test_review_plan_on_the_real_graph(sf: Cli) -> None:
     out = await sf("ask", "Which learning rate does each paper use?", *files, "--mode",
                    "LITERATURE_QA", "--session", "hitl", "--review-plan", "--json",
                    stdin="e\nWhich learning rate was used?\n\n")
-    assert out.code == 0, out
+    assert out.returncode == 0, out
     events = out.json_lines()
     reviewed = [e for e in events if e["type"] == "node_complete"
                 and e.get("node") == "plan_review"]
@@ -322,4 +309,4 @@ async def test_a_review_answer_the_graph_would_refuse_is_asked_again(
     line = one_error(out, 2, "sub_questions[0] has no words to search for", alone=False)
     assert "`scholarflow resume q` asks again" in line and '"action"' not in line
     resumed = await sf("resume", "q", "--json", stdin="\n")
-    assert resumed.code == 0 and _answered(resumed) == {"action": "approve"}, resumed
+    assert resumed.returncode == 0 and _answered(resumed) == {"action": "approve"}, resumed
