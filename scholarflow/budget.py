@@ -18,6 +18,11 @@ MIN_MATERIAL_TOKENS = 256
 TRUNCATION_MARK = " […]"
 
 
+def answer_reserve(ctx: Context) -> int:
+    """Tokens an answer may take: every call's `max_tokens` unless it asks for fewer."""
+    return ctx.reserved_answer_tokens
+
+
 def prompt_budget(ctx: Context) -> int:
     """The most tokens any one prompt may have."""
     return ctx.max_context_tokens - ctx.reserved_answer_tokens

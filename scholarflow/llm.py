@@ -20,9 +20,10 @@ the answer saved in the thread (session_save gives it the same id).
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Protocol
@@ -42,6 +43,7 @@ from scholarflow.context import (
     MAX_CALLS_ENV,
     Context,
 )
+from scholarflow.budget import answer_reserve
 from scholarflow.endpoints import base_url_setting
 from scholarflow.errors import (
     ConfigurationError,
@@ -113,15 +115,23 @@ class LLMResult:
 
 
 class TextFilter(Protocol):
-    """Rewrites streamed text before anyone sees it (e.g. citations.CitationFilter)."""
+    """Rewrites streamed text before anyone sees it (e.g. citations.CitationFilter).
 
-    def feed(self, text: str) -> str:
+    Either method may be a coroutine: a filter that must look something up (an
+    embedder scoring a sentence) holds the text back meanwhile.
+    """
+
+    def feed(self, text: str) -> str | Awaitable[str]:
         """What of the text so far can go out now (it may hold some back)."""
         ...
 
-    def flush(self) -> str:
+    def flush(self) -> str | Awaitable[str]:
         """What it held back, and anything to add at the end, once the model is done."""
         ...
+
+
+async def _filtered(out: str | Awaitable[str]) -> str:
+    return await out if inspect.isawaitable(out) else out
 
 
 def _hidden(node: str) -> RunnableConfig:
@@ -250,15 +260,20 @@ def _usage(node: str, ctx: Context, message: AIMessage | None, started: float) -
     return usage
 
 
-async def complete(ctx: Context, prompt: Prompt, *, node: str) -> LLMResult:
+async def complete(ctx: Context, prompt: Prompt, *, node: str,
+                   max_tokens: int | None = None) -> LLMResult:
     """One non-streamed call through the limiter; never shown in `messages` stream mode
-    (intent, planning, translations, summaries, partial reports, compression)."""
+    (intent, planning, translations, summaries, partial reports, compression).
+
+    `max_tokens` bounds the reply (default: `budget.answer_reserve`)."""
     model = chat_model(ctx)
-    check_prompt(ctx, prompt, model.max_tokens)  # never send what the window cannot hold
+    limit = max_tokens or answer_reserve(ctx)
+    check_prompt(ctx, prompt, limit)  # never send what the window cannot hold
     async with limiter(ctx).slot():
         started = time.perf_counter()
         try:
-            message = await model.ainvoke(list(prompt), config=_hidden(node))
+            message = await model.ainvoke(list(prompt), config=_hidden(node),
+                                          max_tokens=limit)
         except Exception as exc:
             raise translate_error(exc, ctx) from exc
     return LLMResult(text=message.text, usage=_usage(node, ctx, message, started))
@@ -273,6 +288,7 @@ async def stream(
     on_reasoning: Callable[[str], None] | None = None,
     visible: bool = False,
     text_filter: TextFilter | None = None,
+    max_tokens: int | None = None,
 ) -> LLMResult:
     """One streamed call through the limiter; `on_text` gets each piece as it goes out.
 
@@ -283,8 +299,9 @@ async def stream(
     fatal: retrying would repeat what the reader already saw.
     """
     model = chat_model(ctx)
-    check_prompt(ctx, prompt, model.max_tokens)  # never send what the window cannot hold
-    call = _StreamCall(ctx, model, prompt, node, on_text, on_reasoning, text_filter)
+    limit = max_tokens or answer_reserve(ctx)
+    check_prompt(ctx, prompt, limit)  # never send what the window cannot hold
+    call = _StreamCall(ctx, model, prompt, node, on_text, on_reasoning, text_filter, limit)
     message_id = None
     async with limiter(ctx).slot():
         started = time.perf_counter()
@@ -310,8 +327,9 @@ class _StreamCall:
 
     def __init__(self, ctx: Context, model: ChatOpenAI, prompt: Prompt, node: str,
                  on_text: Callable[[str], None], on_reasoning: Callable[[str], None] | None,
-                 text_filter: TextFilter | None) -> None:
+                 text_filter: TextFilter | None, max_tokens: int) -> None:
         self.ctx, self.model, self.prompt, self.node = ctx, model, prompt, node
+        self.max_tokens = max_tokens
         self.on_text, self.on_reasoning, self.text_filter = on_text, on_reasoning, text_filter
         self.sent: list[str] = []
         # Leading whitespace waits for text: an answer of nothing but whitespace is an
@@ -345,22 +363,23 @@ class _StreamCall:
         """The text as the reader gets it, piece by piece; the model run itself is hidden."""
         filt = self.text_filter
         try:
-            async for chunk in self.model.astream(list(self.prompt), config=_hidden(self.node)):
+            async for chunk in self.model.astream(list(self.prompt), config=_hidden(self.node),
+                                                max_tokens=self.max_tokens):
                 if chunk.usage_metadata:  # arrives once, in the last chunk
                     self.last_usage = chunk
                 thought = chunk.additional_kwargs.get("reasoning_content")
                 if thought and self.on_reasoning is not None:
                     self.reasoning.append(str(thought))
                     self.on_reasoning(str(thought))
-                if (text := chunk.text) and (piece := self._out(filt.feed(text) if filt
-                                                                 else text)):
+                if (text := chunk.text) and (
+                        piece := self._out(await _filtered(filt.feed(text)) if filt else text)):
                     yield piece
         except Exception as exc:
             error = translate_error(exc, self.ctx)
             if self.sent and isinstance(error, RetryableLLMError):
                 raise FatalLLMError(f"the answer stream broke off: {error}") from exc
             raise error from exc
-        if filt is not None and (piece := self._out(filt.flush())):
+        if filt is not None and (piece := self._out(await _filtered(filt.flush()))):
             yield piece
 
     def _out(self, text: str) -> str:

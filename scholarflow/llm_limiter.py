@@ -73,6 +73,20 @@ class _Test:
     failed: int = 0
 
 
+@dataclass(slots=True)
+class Slot:
+    """One granted slot; the caller marks when the call's first token came back."""
+
+    epoch: int
+    started: float
+    first_token_at: float | None = None
+
+    def first_token(self) -> None:
+        """The server started answering: the wait so far is its queueing and prefill."""
+        if self.first_token_at is None:
+            self.first_token_at = time.monotonic()
+
+
 class LLMLimiter:
     """A FIFO counting limiter whose limit adapts to 429s (see the module docstring).
 
@@ -267,13 +281,13 @@ class LLMLimiter:
         self._hand_over()
 
     @asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
+    async def slot(self) -> AsyncIterator[Slot]:
         """Hold a slot for the block; its outcome feeds the adaptive limit."""
         # The epoch of the grant, not of the wake-up: a slot granted under the old
         # limit and woken after a decrease was still sent as part of the old load.
         started = await self.acquire()
         try:
-            yield
+            yield Slot(started, time.monotonic())
         except RateLimitedLLMError as exc:
             self.record_rate_limit(started, exc.retry_after)
             raise
