@@ -37,13 +37,13 @@ from langgraph.constants import TAG_NOSTREAM
 from langgraph.runtime import get_runtime
 from langgraph.types import RetryPolicy
 
+from scholarflow.budget import answer_reserve
 from scholarflow.context import (
     DEFAULT_MAX_CONCURRENT_LLM_CALLS,
     LLM_TIMEOUT_ENV,
     MAX_CALLS_ENV,
     Context,
 )
-from scholarflow.budget import answer_reserve
 from scholarflow.endpoints import base_url_setting
 from scholarflow.errors import (
     ConfigurationError,
