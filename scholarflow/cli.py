@@ -61,6 +61,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="pause once the recall plan is made, to approve, edit or comment "
                           "on it (asked on the terminal, or read from standard input)")
     cli_kb.add_llm_timeout(ask)
+    _add_max_context(ask)
 
     resume = sub.add_parser("resume", help="finish a session's run that stopped midway, or "
                                            "review the plan it waits on")
@@ -70,6 +71,7 @@ def _parser() -> argparse.ArgumentParser:
     resume.add_argument("--review-plan", action="store_true",
                         help="review the recall plan, if the run has not made it yet")
     cli_kb.add_llm_timeout(resume)
+    _add_max_context(resume)
 
     route = sub.add_parser("route", help="print the intent and strategy; generate nothing")
     route.add_argument("question", help="the question, or - for one question per stdin line")
@@ -84,6 +86,22 @@ def _parser() -> argparse.ArgumentParser:
     delete.add_argument("session_id")
     cli_kb.add_parsers(sub)
     return parser
+
+
+def _add_max_context(parser: argparse.ArgumentParser) -> None:
+    """`--max-context N`: Context.max_context_tokens (a value given wins over the
+    environment's SCHOLARFLOW_MAX_CONTEXT_TOKENS, which wins over the server's report)."""
+    parser.add_argument("--max-context", type=_window_tokens, default=None, metavar="N",
+                        help="the model's context window in tokens (default: "
+                             "$SCHOLARFLOW_MAX_CONTEXT_TOKENS, else what the server reports, "
+                             "else 128000)")
+
+
+def _window_tokens(value: str) -> int:
+    if not value.strip().isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"expected the model's context window in tokens, a "
+                                         f"whole number like 8192, got {value!r}")
+    return int(value)
 
 
 def _document_args(parser: argparse.ArgumentParser) -> None:
@@ -139,6 +157,8 @@ async def _graph_input(args: argparse.Namespace, question: str) -> dict[str, Any
 def _run_context(args: argparse.Namespace) -> Context:
     given = getattr(args, "llm_timeout", None)
     extra: dict[str, Any] = {"llm_timeout_seconds": given} if given else {}
+    if window := getattr(args, "max_context", None):
+        extra["max_context_tokens"] = window
     if getattr(args, "review_plan", False):
         extra["review_plan"] = True
     # Passed only when the Context has the field (plan review lands with the graph's node).
@@ -174,8 +194,11 @@ async def _ask(args: argparse.Namespace) -> int:
 
 async def _resume(args: argparse.Namespace) -> int:
     from scholarflow import cli_run
+    from scholarflow.model_window import probe_window
 
-    return await cli_run.resume(args.session_id, _run_context(args), json_output=args.json)
+    ctx = _run_context(args)
+    await probe_window(ctx)  # what request_init does for `ask`: a resumed run skips it
+    return await cli_run.resume(args.session_id, ctx, json_output=args.json)
 
 
 async def _route(args: argparse.Namespace) -> int:

@@ -58,6 +58,9 @@ class TerminalRenderer(_Errors):
 
     def _note(self, text: str) -> None:
         self._end_progress()
+        if self.in_delta:  # a model's streamed thought was going on: end its line
+            print(file=self.err)
+            self.in_delta = False
         print(self._dim(safe_text(text)), file=self.err, flush=True)
 
     def _end_progress(self) -> None:

@@ -29,6 +29,8 @@ MAX_CALLS_ENV = "SCHOLARFLOW_MAX_CONCURRENT_LLM_CALLS"
 ADAPTIVE_ENV = "SCHOLARFLOW_ADAPTIVE_LLM_LIMIT"
 LLM_TIMEOUT_ENV = "SCHOLARFLOW_LLM_TIMEOUT"
 DEFAULT_LLM_TIMEOUT_SECONDS = 120.0
+MAX_CONTEXT_ENV = "SCHOLARFLOW_MAX_CONTEXT_TOKENS"
+DEFAULT_MAX_CONTEXT_TOKENS = 128_000  # DESIGN.md's window, when nobody says otherwise
 
 
 def _doc(text: str) -> Any:
@@ -58,6 +60,18 @@ def _env_seconds(name: str, default: float) -> float:
     return value
 
 
+def _env_window() -> int | None:
+    """$SCHOLARFLOW_MAX_CONTEXT_TOKENS, or None: unset, the server's report decides."""
+    raw = os.environ.get(MAX_CONTEXT_ENV, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) < 1:
+        raise ConfigurationError(f"{MAX_CONTEXT_ENV} must be the model's context window in "
+                                 f"tokens, a whole number like 8192, not {raw!r}: fix or unset "
+                                 f"{MAX_CONTEXT_ENV}")
+    return int(raw)
+
+
 def _env_flag(name: str, *, default: bool) -> bool:
     raw = os.environ.get(name, "").strip().lower()
     if not raw:
@@ -85,14 +99,27 @@ class Context:
         repr=False,
         metadata=_doc("API key. Default: $OPENAI_API_KEY. Never stored anywhere."),
     )
-    max_context_tokens: int = field(
-        default=128_000, metadata=_doc("The model's context window, in tokens.")
+    max_context_tokens: int | None = field(
+        default_factory=_env_window,
+        metadata={**_doc(f"The model's context window, in tokens. Default: ${MAX_CONTEXT_ENV}, "
+                         "else the window the server reports (llama.cpp /props, vLLM "
+                         f"max_model_len, Ollama num_ctx), else {DEFAULT_MAX_CONTEXT_TOKENS}."),
+                  "default_words": f" {DEFAULT_MAX_CONTEXT_TOKENS} (or ${MAX_CONTEXT_ENV}, or "
+                                   "the window the server reports)"},
     )
-    system_tokens_estimate: int = field(
-        default=2_000, metadata=_doc("Tokens set aside for system prompts.")
+    # The two reserves scale with the window (budget.py) unless given: 2000 / 8000 at 128k.
+    system_tokens_estimate: int | None = field(
+        default=None,
+        metadata={**_doc("Tokens set aside for system prompts. Default: window / 16, at "
+                         "least 256 and at most 2000 (2000 from a 32k window up)."),
+                  "default_words": " (window / 16 within 256-2000)"},
     )
-    reserved_answer_tokens: int = field(
-        default=8_000, metadata=_doc("Tokens set aside for the answer itself.")
+    reserved_answer_tokens: int | None = field(
+        default=None,
+        metadata={**_doc("Tokens set aside for the answer: every LLM call's max_tokens. "
+                         "Default: window / 8, at least 1024 and at most 8000 (8000 from "
+                         "a 64k window up)."),
+                  "default_words": " (window / 8 within 1024-8000)"},
     )
     direct_content_threshold: float = field(
         default=0.7,
@@ -115,8 +142,10 @@ class Context:
     )
     llm_timeout_seconds: float = field(
         default_factory=lambda: _env_seconds(LLM_TIMEOUT_ENV, DEFAULT_LLM_TIMEOUT_SECONDS),
-        metadata=_doc(f"Timeout of one LLM request, in seconds. Default: ${LLM_TIMEOUT_ENV}, "
-                      f"else {DEFAULT_LLM_TIMEOUT_SECONDS:g}."),
+        metadata=_doc("Seconds an LLM call may wait for its first token (more for long "
+                      "prompts, and while our other calls to the server stream) and between "
+                      "two tokens; a long reply that keeps streaming never times out. "
+                      f"Default: ${LLM_TIMEOUT_ENV}, else {DEFAULT_LLM_TIMEOUT_SECONDS:g}."),
     )
     temperature: float = field(default=0.2, metadata=_doc("Sampling temperature."))
     top_n: int = field(default=10, metadata=_doc("Recall: chunks returned per query."))
@@ -174,13 +203,15 @@ class Context:
         for f in fields(self):
             if (need := _type_words(hints[f.name], getattr(self, f.name))) is not None:
                 raise _invalid(self, f, f"must be {need}")
-        positive = ("max_context_tokens", "max_concurrent_llm_calls",
+        positive = ("max_context_tokens", "reserved_answer_tokens", "max_concurrent_llm_calls",
                     "max_intent_recognition_retries", "top_n", "max_results",
                     "recall_tool_cache_size")
         named = {f.name: f for f in fields(self)}
-        for name in positive:
-            if getattr(self, name) < 1:
+        for name in positive:  # None: from the environment, the server or the window
+            if (value := getattr(self, name)) is not None and value < 1:
                 raise _invalid(self, named[name], "must be at least 1")
+        if self.system_tokens_estimate is not None and self.system_tokens_estimate < 0:
+            raise _invalid(self, named["system_tokens_estimate"], "must be at least 0")
         for name in ("direct_content_threshold", "similarity_threshold",
                      "vector_similarity_weight"):
             if not 0.0 <= getattr(self, name) <= 1.0:
@@ -284,8 +315,10 @@ def _invalid(ctx: Context, f: Field[Any], rule: str) -> InvalidContextError:
     """`invalid context: NAME must ..., not VALUE; leave it out for the default`."""
     value = getattr(ctx, f.name)
     shown = f"a {type(value).__name__} value" if f.name in SECRET_FIELDS else _shown(value)
-    # None and factory defaults mean "from the environment": no single value to name.
-    default = "" if f.default in (MISSING, None) else f" {f.default!r}"
+    # None and factory defaults mean "from the environment": no single value to name,
+    # unless the field says in words what leaving it out gives.
+    default = f.metadata.get("default_words") or (
+        "" if f.default in (MISSING, None) else f" {f.default!r}")
     return InvalidContextError(f"invalid context: {f.name} {rule}, not {shown}; "
                                f"leave it out for the default{default}")
 

@@ -1,13 +1,17 @@
-"""The one place that builds chat models and applies the process-wide LLM cap.
+"""The one way to call the chat model, under the process-wide LLM cap.
 
-Every LLM call, streamed or not, goes through `complete` or `stream`, which
-hold a slot of the process-wide `LLMLimiter` (llm_limiter.py) for the whole
-call and give it back the moment the call ends; a 429 halves the limiter's
-limit and successes grow it back (`Context.adaptive_llm_limit`). Errors come
-out typed: `RetryableLLMError` (429 as its `RateLimitedLLMError`, 5xx,
-timeouts, dropped connections), retried by the nodes' `LLM_RETRY` policy, and
-`FatalLLMError`. The client's own retries are off so
-that the node policy is the only retry layer and a backoff never holds a slot.
+Every LLM call goes through `complete` (no reader sees it as it comes) or
+`stream`, which hold a slot of the process-wide `LLMLimiter` (llm_limiter.py)
+for the whole call and give it back the moment the call ends; the limiter
+adapts its limit to 429s and to latency (`Context.adaptive_llm_limit`). Every
+call is streamed, so its timeout is on the first token and on the gaps between
+tokens (llm_watch.py), never on a long reply; every call carries `max_tokens`.
+Reasoning models' thoughts (reasoning.py) go to thinking events, never into
+the text. Errors come out typed (llm_errors.py): `RetryableLLMError` (429 as
+its `RateLimitedLLMError`, 5xx, timeouts, dropped connections), retried by the
+nodes' `LLM_RETRY` policy, and `FatalLLMError`. The client's own retries are
+off so that the node policy is the only retry layer and a backoff never holds
+a slot.
 
 LangGraph's `messages` stream mode shows every chat model run of a node unless
 the run is tagged `TAG_NOSTREAM`. So every model call here is tagged: the reader
@@ -19,45 +23,34 @@ the answer saved in the thread (session_save gives it the same id).
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Protocol
 
-import httpx
-import openai
-from langchain_core.messages import AIMessage, AIMessageChunk
+from langchain_core.messages import AIMessageChunk
 from langchain_core.runnables import RunnableConfig
 from langchain_openai import ChatOpenAI
 from langgraph.constants import TAG_NOSTREAM
-from langgraph.runtime import get_runtime
 from langgraph.types import RetryPolicy
 
 from scholarflow.budget import answer_reserve
-from scholarflow.context import (
-    DEFAULT_MAX_CONCURRENT_LLM_CALLS,
-    LLM_TIMEOUT_ENV,
-    MAX_CALLS_ENV,
-    Context,
-)
-from scholarflow.endpoints import base_url_setting
-from scholarflow.errors import (
-    ConfigurationError,
-    FatalLLMError,
-    RateLimitedLLMError,
-    RetryableLLMError,
-)
+from scholarflow.context import DEFAULT_MAX_CONCURRENT_LLM_CALLS, Context
+from scholarflow.errors import FatalLLMError, RateLimitedLLMError, RetryableLLMError
+from scholarflow.events import Thinking
+from scholarflow.llm_errors import translate_api_error as translate_api_error  # re-exported
+from scholarflow.llm_errors import translate_error
 from scholarflow.llm_limiter import LLMLimiter as LLMLimiter  # re-exported: its old home
-from scholarflow.llm_limiter import retry_after_seconds
+from scholarflow.llm_model import chat_model as chat_model  # re-exported
+from scholarflow.llm_model import endpoint_key
 from scholarflow.llm_relay import AnswerRelay
+from scholarflow.llm_watch import StallWatch
 from scholarflow.prompt_guard import check_prompt
-from scholarflow.scrub import scrub_secrets
-from scholarflow.sessions.services import redact_url
+from scholarflow.reasoning import Split, ThinkSplitter, saw_thought, thinks
 from scholarflow.state import LLMUsage
+from scholarflow.tokens import count_message_tokens, count_tokens
 
 logger = logging.getLogger(__name__)
 
@@ -139,144 +132,35 @@ def _hidden(node: str) -> RunnableConfig:
     return {"tags": [TAG_NOSTREAM], "run_name": node}
 
 
-def chat_model(ctx: Context) -> ChatOpenAI:
-    """The chat model for this context; one instance (and connection pool) per endpoint."""
-    if not ctx.llm_configured:
-        raise ConfigurationError(
-            "no LLM configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for DeepSeek, "
-            "Qwen, vLLM or Ollama), or pass openai_api_key in the context (on LangGraph "
-            "server: in the server's environment)"
-        )
-    assert ctx.model_name is not None  # filled by Context.__post_init__
-    return _cached_model(
-        ctx.model_name, ctx.openai_api_base, ctx.openai_api_key,
-        ctx.llm_timeout_seconds, ctx.temperature,
-    )
-
-
-@lru_cache(maxsize=32)
-def _cached_model(
-    model: str, base_url: str | None, api_key: str | None, timeout: float, temperature: float
-) -> ChatOpenAI:
-    return ChatOpenAI(
-        model=model,
-        base_url=base_url,
-        # Local servers (vLLM, Ollama) need no key, but the client insists on one.
-        api_key=api_key or "not-needed",  # type: ignore[arg-type]
-        timeout=timeout,
-        max_retries=0,
-        temperature=temperature,
-        stream_usage=True,
-        # A per-chunk asyncio.wait_for costs a task and a timer per token; a
-        # stalled stream still hits the client's read timeout above.
-        stream_chunk_timeout=None,
-    )
-
-
-def translate_error(exc: BaseException, ctx: Context) -> Exception:
-    """A typed, one-line error for a failed chat call; never includes the key."""
-    return translate_api_error(
-        exc, kind="model", model=ctx.model_name or "", model_env="SCHOLARFLOW_MODEL",
-        base_url=ctx.openai_api_base, timeout=ctx.llm_timeout_seconds,
-        url_env=base_url_setting(ctx.openai_api_base),
-        timeout_setting=f"{LLM_TIMEOUT_ENV} (--llm-timeout, llm_timeout_seconds)",
-    )
-
-
-def translate_api_error(
-    exc: BaseException, *, kind: str, model: str, model_env: str, base_url: str | None,
-    timeout: float, url_env: str = "OPENAI_BASE_URL", timeout_setting: str | None = None,
-    attempts: int | None = None,
-) -> Exception:
-    """A typed, one-line error for a failed call to an OpenAI-compatible endpoint: what
-    failed, then what to do. The endpoint is shown without its password.
-
-    `kind` says what was called ("model", "embedding model"), `model_env` which
-    setting names the model, `url_env` the endpoint, `timeout_setting` the timeout
-    (None: not settable). `attempts`: how many tries this was, when a client retried;
-    else the node's attempt (its RetryPolicy retries). Retryable: 429, 5xx, timeouts,
-    dropped connections.
-    """
-    where = redact_url(base_url) if base_url else "the OpenAI API"
-    tries = attempts if attempts is not None else _node_attempt()
-    after = f" after {tries} attempts" if tries > 1 else ""
-    if isinstance(exc, openai.RateLimitError):
-        return RateLimitedLLMError(
-            f"the {kind} endpoint {where} "
-            + (f"kept rate limiting (429){after}" if after else "is rate limiting (429)")
-            + f": lower {MAX_CALLS_ENV} or wait and retry",
-            retry_after=retry_after_seconds(exc.response.headers),
-        )
-    if isinstance(exc, openai.APITimeoutError | asyncio.TimeoutError | httpx.TimeoutException):
-        fix = f"raise {timeout_setting} or check the server" if timeout_setting else (
-            "check that the server is running and not overloaded")
-        return RetryableLLMError(
-            f"the {kind} at {where} did not answer within {timeout:g} s{after}: {fix}")
-    if isinstance(exc, openai.APIConnectionError | httpx.TransportError):
-        return RetryableLLMError(f"cannot reach the {kind} at {where}{after}: check {url_env} "
-                                 "and that the server is running")
-    if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
-        return FatalLLMError(f"the {kind} endpoint {where} rejected the API key "
-                             f"({exc.status_code}): check OPENAI_API_KEY")
-    if isinstance(exc, openai.NotFoundError):
-        return FatalLLMError(f"{kind} {model!r} was not found at {where} (404): check {model_env}, "
-                             f"and that {url_env} ends in the API's path (e.g. /v1)")
-    if isinstance(exc, openai.APIStatusError):
-        if exc.status_code >= 500:
-            return RetryableLLMError(
-                f"the {kind} endpoint {where} failed with {exc.status_code}{after}: the server "
-                "is failing; try again later or check its logs")
-        return FatalLLMError(
-            f"the {kind} endpoint {where} rejected the request ({exc.status_code}: "
-            f"{_first_line(exc)}): check {model_env} and that the request suits this server")
-    if isinstance(exc, Exception):
-        return exc
-    raise exc  # KeyboardInterrupt and friends are not ours to translate
-
-
-def _node_attempt() -> int:
-    """The running node's attempt (its RetryPolicy's count), 1 outside a graph run."""
-    try:
-        info = get_runtime().execution_info
-    except Exception:  # not inside a node
-        return 1
-    return info.node_attempt if info is not None else 1
-
-
-def _first_line(exc: BaseException) -> str:
-    return scrub_secrets((str(exc).strip().splitlines() or [type(exc).__name__])[0][:200])
-
-
-def _usage(node: str, ctx: Context, message: AIMessage | None, started: float) -> LLMUsage:
-    meta = message.usage_metadata if message is not None else None
-    usage = LLMUsage(
-        node=node,
-        model=ctx.model_name or "",
-        input_tokens=meta["input_tokens"] if meta else 0,
-        output_tokens=meta["output_tokens"] if meta else 0,
-        seconds=round(time.perf_counter() - started, 4),
-    )
+def _usage(node: str, ctx: Context, call: _StreamCall, started: float) -> LLMUsage:
+    meta = call.last_usage.usage_metadata if call.last_usage is not None else None
+    if meta:
+        given, taken = meta["input_tokens"], meta["output_tokens"]
+    else:  # servers that do not report usage when streaming (llama-cpp-python): count
+        given = count_message_tokens([content for _, content in call.prompt])
+        taken = count_tokens(call.text + "".join(call.reasoning))
+    usage = LLMUsage(node=node, model=ctx.model_name or "", input_tokens=given,
+                     output_tokens=taken, seconds=round(time.perf_counter() - started, 4))
     logger.debug("llm call %s", usage)
     return usage
 
 
-async def complete(ctx: Context, prompt: Prompt, *, node: str,
-                   max_tokens: int | None = None) -> LLMResult:
-    """One non-streamed call through the limiter; never shown in `messages` stream mode
-    (intent, planning, translations, summaries, partial reports, compression).
+async def complete(ctx: Context, prompt: Prompt, *, node: str, max_tokens: int | None = None,
+                   on_reasoning: Callable[[str], None] | None = None) -> LLMResult:
+    """One call whose text no reader sees as it comes (intent, planning, translations,
+    summaries, partial reports, compression); never shown in `messages` stream mode.
 
-    `max_tokens` bounds the reply (default: `budget.answer_reserve`)."""
-    model = chat_model(ctx)
-    limit = max_tokens or answer_reserve(ctx)
-    check_prompt(ctx, prompt, limit)  # never send what the window cannot hold
-    async with limiter(ctx).slot():
-        started = time.perf_counter()
-        try:
-            message = await model.ainvoke(list(prompt), config=_hidden(node),
-                                          max_tokens=limit)
-        except Exception as exc:
-            raise translate_error(exc, ctx) from exc
-    return LLMResult(text=message.text, usage=_usage(node, ctx, message, started))
+    It is streamed all the same, so its timeouts are on the first token and the gaps
+    (llm_watch.py). `max_tokens` bounds the reply (default: `budget.answer_reserve`).
+    The model's reasoning goes to `on_reasoning`, by default the node's thinking events.
+    """
+    thinking = on_reasoning or Thinking(ctx.show_thinking, node).stream
+    return await stream(ctx, prompt, node=node, on_text=_ignore, on_reasoning=thinking,
+                        max_tokens=max_tokens)
+
+
+def _ignore(_: str) -> None:
+    pass
 
 
 async def stream(
@@ -295,24 +179,30 @@ async def stream(
     `visible`: the answer the user reads; its text streams in `messages` stream mode
     too, as one message whose id is the result's `message_id`. Everything else stays
     hidden. `text_filter` rewrites the text before anyone sees it, so what streamed
-    in any mode is exactly the result's `text`. A failure after text went out is
-    fatal: retrying would repeat what the reader already saw.
+    in any mode is exactly the result's `text`. Reasoning (`<think>` blocks and
+    `reasoning_content`) goes to `on_reasoning` only. A failure after text went out
+    is fatal: retrying would repeat what the reader already saw.
     """
     model = chat_model(ctx)
     limit = max_tokens or answer_reserve(ctx)
-    check_prompt(ctx, prompt, limit)  # never send what the window cannot hold
+    if thinks(endpoint_key(ctx)):  # its thought counts against max_tokens: a short bound
+        limit = max(limit, answer_reserve(ctx))  # would leave no room for the reply
+    prompt_tokens = check_prompt(ctx, prompt, limit)  # never send what the window cannot hold
     call = _StreamCall(ctx, model, prompt, node, on_text, on_reasoning, text_filter, limit)
     message_id = None
-    async with limiter(ctx).slot():
+    async with limiter(ctx).slot(prompt_tokens=prompt_tokens) as slot:
         started = time.perf_counter()
-        if visible:
-            message_id = await call.relay()
-        else:
-            async for _ in call.pieces():
-                pass
+        with StallWatch(endpoint_key(ctx), ctx.llm_timeout_seconds, prompt_tokens,
+                        on_first=slot.first_token) as watch:
+            call.watch = watch
+            if visible:
+                message_id = await call.relay()
+            else:
+                async for _ in call.pieces():
+                    pass
     return LLMResult(
         text=call.text,
-        usage=_usage(node, ctx, call.last_usage, started),
+        usage=_usage(node, ctx, call, started),
         reasoning="".join(call.reasoning),
         message_id=message_id,
     )
@@ -331,6 +221,8 @@ class _StreamCall:
         self.ctx, self.model, self.prompt, self.node = ctx, model, prompt, node
         self.max_tokens = max_tokens
         self.on_text, self.on_reasoning, self.text_filter = on_text, on_reasoning, text_filter
+        self.watch: StallWatch | None = None
+        self.splitter = ThinkSplitter(endpoint_key(ctx))
         self.sent: list[str] = []
         # Leading whitespace waits for text: an answer of nothing but whitespace is an
         # empty answer (retried), and must not have shown a blank message first.
@@ -361,26 +253,48 @@ class _StreamCall:
 
     async def pieces(self) -> AsyncIterator[str]:
         """The text as the reader gets it, piece by piece; the model run itself is hidden."""
-        filt = self.text_filter
+        assert self.watch is not None
+        chunks = aiter(self.model.astream(list(self.prompt), config=_hidden(self.node),
+                                          max_tokens=self.max_tokens))
         try:
-            async for chunk in self.model.astream(list(self.prompt), config=_hidden(self.node),
-                                                max_tokens=self.max_tokens):
+            while True:
+                try:
+                    chunk = await self.watch.next(chunks)
+                except StopAsyncIteration:
+                    break
                 if chunk.usage_metadata:  # arrives once, in the last chunk
                     self.last_usage = chunk
-                thought = chunk.additional_kwargs.get("reasoning_content")
-                if thought and self.on_reasoning is not None:
-                    self.reasoning.append(str(thought))
-                    self.on_reasoning(str(thought))
+                if thought := chunk.additional_kwargs.get("reasoning_content"):
+                    self._think(str(thought))
                 if (text := chunk.text) and (
-                        piece := self._out(await _filtered(filt.feed(text)) if filt else text)):
+                        piece := await self._answer(self.splitter.feed(text))):
                     yield piece
+            if piece := await self._answer(self.splitter.flush(), last=True):
+                yield piece
         except Exception as exc:
             error = translate_error(exc, self.ctx)
             if self.sent and isinstance(error, RetryableLLMError):
                 raise FatalLLMError(f"the answer stream broke off: {error}") from exc
             raise error from exc
-        if filt is not None and (piece := self._out(await _filtered(filt.flush()))):
-            yield piece
+
+    def _think(self, thought: str) -> None:
+        saw_thought(endpoint_key(self.ctx))
+        self.reasoning.append(thought)
+        if self.on_reasoning is not None:
+            self.on_reasoning(thought)
+
+    async def _answer(self, split: Split, *, last: bool = False) -> str:
+        """What of the model's answer text goes out now, its thought set apart."""
+        if split.restart:  # what went out so far was thought (see reasoning.py)
+            self._think(self.text)
+            self.sent, self.held = [], ""
+        if split.thought:
+            self._think(split.thought)
+        filt = self.text_filter
+        text = await _filtered(filt.feed(split.answer)) if filt and split.answer else split.answer
+        if last and filt is not None:
+            text += await _filtered(filt.flush())
+        return self._out(text) if text else ""
 
     def _out(self, text: str) -> str:
         """`text` to send now (given to `on_text`), or "" while there is only whitespace."""

@@ -1,4 +1,4 @@
-"""The process-wide LLM concurrency limiter: FIFO, resizable, and adaptive (AIMD).
+"""The process-wide LLM concurrency limiter: FIFO, resizable, adaptive to 429s and latency.
 
 `max_capacity` is the configured cap (`max_concurrent_llm_calls`); `capacity`
 is the limit in force now. With `adaptive` on, a 429 halves `capacity` and
@@ -31,6 +31,12 @@ each success grows it by one, always within [1, max_capacity]:
 * Retry-After (seconds, bounded by `MAX_PAUSE_SECONDS`) pauses handing out
   slots until it has passed; calls in flight go on. It is honoured always,
   during a test and a hold too: the server asked for it.
+* Latency (llm_latency.py): a server that serves K calls at once and queues
+  the rest shows it in the time to first token; that gives a second limit,
+  aiming at K. `capacity` is the lower of the two; a 429 halves what is in force.
+  A slot reports latency when its caller calls `first_token()` (streamed) or
+  passes `prompt_tokens` (then also: the whole call when no first token came,
+  and a failure after a long wait). Other slots (embeddings) are no samples.
 
 With `adaptive` off it is a plain fixed cap. A slot reports back on its own:
 leaving `slot()` normally is a success, by `RateLimitedLLMError` a 429.
@@ -48,6 +54,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from scholarflow.errors import RateLimitedLLMError
+from scholarflow.llm_latency import LatencyLimit, LoopLag
+from scholarflow.llm_latency import Slot as Slot  # re-exported: its old home
 
 # A longer Retry-After (a misconfigured proxy, a daily quota) would stall every
 # run in the process; past this the node's own retries and errors take over.
@@ -73,20 +81,6 @@ class _Test:
     failed: int = 0
 
 
-@dataclass(slots=True)
-class Slot:
-    """One granted slot; the caller marks when the call's first token came back."""
-
-    epoch: int
-    started: float
-    first_token_at: float | None = None
-
-    def first_token(self) -> None:
-        """The server started answering: the wait so far is its queueing and prefill."""
-        if self.first_token_at is None:
-            self.first_token_at = time.monotonic()
-
-
 class LLMLimiter:
     """A FIFO counting limiter whose limit adapts to 429s (see the module docstring).
 
@@ -108,6 +102,7 @@ class LLMLimiter:
         self._paused_until = 0.0
         self._timer: asyncio.TimerHandle | None = None
         self._timer_loop: asyncio.AbstractEventLoop | None = None
+        self._lag = LoopLag()
         self._clear_feedback()
         self.reset_stats()
 
@@ -115,8 +110,13 @@ class LLMLimiter:
 
     @property
     def capacity(self) -> int:
-        """The limit in force now: max_capacity, or less after 429s."""
-        return self._limit
+        """The limit in force now: max_capacity, or less after 429s or queueing."""
+        return min(self._limit, self._latency_limit.limit)
+
+    @property
+    def latency(self) -> LatencyLimit:
+        """The latency half of the limit: its `limit`, `ceiling` and counters."""
+        return self._latency_limit
 
     @property
     def max_capacity(self) -> int:
@@ -166,6 +166,8 @@ class LLMLimiter:
         self.decreases = 0  # halvings, tested ones included
         self.rate_limited = 0  # 429s seen, counted or not
         self.restores = 0  # tests that found the 429s not caused by our load
+        lat = self._latency_limit
+        lat.samples = lat.queued = lat.decreases = lat.probes = 0
 
     def _clear_feedback(self) -> None:
         """Forget what past outcomes said: no test running, no hold."""
@@ -174,6 +176,7 @@ class LLMLimiter:
         self._test: _Test | None = None
         self._hold = 0  # outcomes left during which 429s are taken as not ours
         self._background = 0.0  # the 429 fraction the last test found load-independent
+        self._latency_limit = LatencyLimit(self._max)
 
     @property
     def testing(self) -> bool:
@@ -250,7 +253,7 @@ class LLMLimiter:
     def _halve(self, test: _Test) -> None:
         self._epoch += 1
         self.decreases += 1
-        self._limit = max(1, self._limit // 2)
+        self._limit = max(1, self.capacity // 2)  # what was in force, latency's too
         self.min_capacity = min(self.min_capacity, self._limit)
         test.epoch, test.size, test.seen, test.failed = self._epoch, max(4, 2 * self._limit), 0, 0
 
@@ -262,7 +265,7 @@ class LLMLimiter:
 
     async def acquire(self) -> int:
         """Take a slot; returns the epoch it was granted in (see `slot`)."""
-        if self._in_flight < self._limit and not self._waiters and not self._paused():
+        if self._in_flight < self.capacity and not self._waiters and not self._paused():
             self._take()
             return self._epoch
         waiter: asyncio.Future[int] = asyncio.get_running_loop().create_future()
@@ -281,21 +284,46 @@ class LLMLimiter:
         self._hand_over()
 
     @asynccontextmanager
-    async def slot(self) -> AsyncIterator[Slot]:
-        """Hold a slot for the block; its outcome feeds the adaptive limit."""
+    async def slot(self, *, prompt_tokens: int | None = None) -> AsyncIterator[Slot]:
+        """Hold a slot for the block; its outcome feeds the adaptive limit.
+
+        `prompt_tokens`: the call reports its latency (see the module docstring).
+        """
         # The epoch of the grant, not of the wake-up: a slot granted under the old
         # limit and woken after a decrease was still sent as part of the old load.
         started = await self.acquire()
+        self._lag.start()
+        slot = Slot(started, self._slot_clock(), prompt_tokens=prompt_tokens,
+                    load=self._in_flight, on_first_token=self._first_token, clock=self._slot_clock)
         try:
-            yield Slot(started, time.monotonic())
+            yield slot
         except RateLimitedLLMError as exc:
             self.record_rate_limit(started, exc.retry_after)
             raise
-        # Other failures (5xx, timeouts, bad requests) are not congestion signals.
+        # Other failures (5xx, timeouts, bad requests) are not 429s; a long wait for
+        # nothing may still say the server queues.
+        except BaseException:
+            self._feed_latency(self._latency_limit.slot_failed, slot)
+            raise
         else:
+            self._feed_latency(self._latency_limit.slot_ended, slot)
             self.record_success(started)
         finally:
+            self._lag.stop()
             self.release()
+
+    def _slot_clock(self) -> float:
+        """The clock, standing still while the event loop ran late (LoopLag)."""
+        return self._clock() - self._lag.total
+
+    def _first_token(self, slot: Slot) -> None:
+        self._feed_latency(self._latency_limit.slot_first_token, slot)
+
+    def _feed_latency(self, event: Callable[[Slot, float], bool], slot: Slot) -> None:
+        """Feed one latency event of `slot` (LatencyLimit.slot_*) while adaptive."""
+        if self._adaptive and event(slot, self._slot_clock()):
+            self.min_capacity = min(self.min_capacity, self.capacity)
+            self._hand_over()
 
     def _take(self) -> None:
         self._in_flight += 1
@@ -304,7 +332,7 @@ class LLMLimiter:
     def _hand_over(self) -> None:
         if not self._waiters or self._paused():
             return
-        while self._waiters and self._in_flight < self._limit:
+        while self._waiters and self._in_flight < self.capacity:
             waiter = self._waiters.popleft()
             if not waiter.done():
                 self._take()

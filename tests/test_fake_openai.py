@@ -8,7 +8,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -166,15 +166,76 @@ async def test_admin_endpoints(server: FakeOpenAIServer) -> None:
         stats = (await http.get(f"{admin}/stats")).json()
         assert stats["chat_calls"] == 1 and stats["max_in_flight"] == 1
         assert stats["requests"] == [
-            {"model": "fake-model", "messages": [{"role": "user", "content": "x"}]}
+            {"model": "fake-model", "messages": [{"role": "user", "content": "x"}],
+             "max_tokens": None, "stream": False}
         ]
         assert (await http.post(f"{admin}/reset")).status_code == 200
         stats = (await http.get(f"{admin}/stats")).json()
         assert stats == {"chat_calls": 0, "embedding_calls": 0, "in_flight": 0,
-                         "max_in_flight": 0, "failed_calls": 0, "requests": []}
+                         "max_in_flight": 0, "failed_calls": 0, "queued": 0, "max_queued": 0,
+                         "queue_wait_seconds": 0.0, "requests": []}
+        for bad_pace in ({"serve_at_most": -1}, {"tokens_per_second": "fast"}):
+            bad = await http.post(f"{admin}/config", json=bad_pace)
+            assert bad.status_code == 400 and next(iter(bad_pace)) in bad.text
         assert await ask(server, "x") == "ok: x"  # the rule went with the reset
         models = (await http.get(f"{server.base_url}/models")).json()
         assert models["data"][0]["id"] == "fake-model"
+
+
+async def test_serve_at_most_k_queues_the_rest_in_arrival_order(
+    server: FakeOpenAIServer,
+) -> None:
+    server.configure(serve_at_most=2, latency=0.1, tokens_per_second=200)
+    model = chat(server, stream_usage=True, max_tokens=77)
+    finished: list[str] = []
+
+    async def one(i: int) -> None:
+        async for _ in model.astream(f"q{i}"):
+            pass
+        finished.append(f"q{i}")
+
+    await asyncio.gather(*(one(i) for i in range(6)))
+    stats = server.stats()
+    arrived = [r["messages"][-1]["content"] for r in stats.requests]
+    # Two at a time, first come first served; the 3rd to 6th waited for a turn.
+    assert stats.max_in_flight == 6 and stats.max_queued == 4 and stats.queued == 0
+    assert stats.queue_wait_seconds > 0
+    assert [set(finished[i:i + 2]) for i in (0, 2, 4)] == [set(arrived[i:i + 2]) for i in (0, 2, 4)]
+    assert all(r["stream"] and r["max_tokens"] == 77 for r in stats.requests)
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    """Poll the server thread's state (it has no event to wait on) for up to 5 s."""
+    for _ in range(500):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the condition never held")
+
+
+async def test_a_queued_call_whose_client_left_is_dropped(server: FakeOpenAIServer) -> None:
+    server.configure(serve_at_most=1, rules=[{"match": "slow", "reply": "done", "latency": 1.5}])
+    first = asyncio.create_task(ask(server, "slow"))
+    await until(lambda: server.stats().in_flight == 1)
+    impatient = openai.AsyncOpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0,
+                                   timeout=0.2)
+    with pytest.raises(openai.APITimeoutError):
+        await impatient.chat.completions.create(
+            model="fake-model", messages=[{"role": "user", "content": "queued"}])
+    await until(lambda: server.stats().queued == 0)  # the server notices the hang-up
+    assert server.stats().in_flight == 1  # gone from the queue while "slow" is still served
+    assert await first == "done"
+    assert await ask(server, "next") == "ok: next"  # the turn went to the next in line
+
+
+async def test_paced_reply_streams_while_the_call_is_served(server: FakeOpenAIServer) -> None:
+    server.configure(tokens_per_second=20, rules=[{"match": "long", "reply": "word " * 30}])
+    seen_in_flight = []
+    async for chunk in chat(server).astream("long"):
+        if chunk.content:
+            seen_in_flight.append(server.stats().in_flight)
+    # Every chunk but the last came while the server was still writing the reply.
+    assert len(seen_in_flight) == 10 and seen_in_flight[:-1] == [1] * 9
 
 
 async def test_embeddings(server: FakeOpenAIServer) -> None:

@@ -107,7 +107,7 @@ async def test_recall_that_finds_nothing_is_a_clear_error_and_keeps_the_question
 ) -> None:
     out, events = await run_graph(
         {"query": "What learning rate did they use?", "content": paper("en_sparse_attention.md")},
-        Context(max_context_tokens=11_000, similarity_threshold=1.0),  # the paper does not fit
+        Context(max_context_tokens=3_000, similarity_threshold=1.0),  # the paper does not fit
     )
     assert out["strategy"] == "chunk_recall"
     assert (out["error"] or "").startswith("recall found nothing relevant")

@@ -569,7 +569,8 @@ async def test_a_run_the_model_refuses_ends_in_error_and_keeps_the_question(
 async def test_review_plan_pauses_after_planning_and_resumes_on_approval(
     client: LangGraphClient, fake: Fake
 ) -> None:
-    answer = "Both papers use a learning rate of 3e-4 [1]."
+    # Under six words: attribution (nodes/attribution.py) keeps the model's [1] as it is.
+    answer = "Both use 3e-4 [1]."
     await script(fake, rules=[
         {"match": SUBQ_RULE, "reply": '{"sub_questions": ['
          '{"question": "learning rate of the sparse model", "doc_id": "sparse"}, '

@@ -37,6 +37,7 @@ from scholarflow.errors import (
     ScholarflowError,
 )
 from scholarflow.events import Thinking, node_complete
+from scholarflow.language import is_chinese
 from scholarflow.nodes.common import history_text
 from scholarflow.nodes.errors import user_message
 from scholarflow.nodes.intent import SUMMARY_INTENTS, TITLE_TOKENS
@@ -90,6 +91,8 @@ def parse_sub_questions(text: str, documents: list[DocumentInfo]) -> list[SubQue
             continue
         doc_id = item.get("doc_id")
         translation = str(item.get("translation") or "").strip()
+        if translation and is_chinese(translation) == is_chinese(question):
+            translation = ""  # "translated" into the same language (small models do)
         result.append(SubQuestion(question=question, translation=translation or None,
                                   doc_id=doc_id if doc_id in known else None))
     return result[:MAX_SUB_QUESTIONS]
@@ -114,10 +117,11 @@ async def sub_question_generation(state: State, runtime: Runtime[Context]) -> di
         questions = []
     if questions:
         thinking.say("Sub-questions: " + "; ".join(q["question"] for q in questions))
+    planned_by = "llm" if questions else "fallback"
     questions, note = recall_questions(questions, query, documents, state.get("detected_intent"))
     if note:
         thinking.say(note)
-    node_complete("sub_question_generation", count=len(questions))
+    node_complete("sub_question_generation", count=len(questions), planned_by=planned_by)
     return {"sub_questions": questions, "usage": usage}
 
 

@@ -16,7 +16,7 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
-from scholarflow.budget import check_budget
+from scholarflow.budget import answer_reserve, check_budget, system_reserve, window
 from scholarflow.context import Context, get_context
 from scholarflow.conversation import (
     META,
@@ -29,6 +29,7 @@ from scholarflow.documents import Document, document_from_text, documents_from_m
 from scholarflow.errors import InputError, InvalidRequestError
 from scholarflow.events import Thinking, node_complete
 from scholarflow.intents import Intent
+from scholarflow.model_window import probe_window
 from scholarflow.nodes.errors import failure_update
 from scholarflow.nodes.guard import scrubbed
 from scholarflow.request_schema import check_request_values
@@ -139,11 +140,11 @@ async def gather_documents(state: State) -> tuple[list[DocumentInfo], dict[str, 
 def document_budget(ctx: Context, *, session_tokens: int, query_tokens: int) -> int:
     """DESIGN.md's available_tokens for this context."""
     return available_tokens(
-        max_context_tokens=ctx.max_context_tokens,
+        max_context_tokens=window(ctx),
         session_tokens=session_tokens,
         query_tokens=query_tokens,
-        system_tokens=ctx.system_tokens_estimate,
-        reserved_answer_tokens=ctx.reserved_answer_tokens,
+        system_tokens=system_reserve(ctx),
+        reserved_answer_tokens=answer_reserve(ctx),
     )
 
 
@@ -178,6 +179,9 @@ def route_after_request(state: State) -> Literal["document_check", "session_save
 async def _prepare(ctx: Context, state: State, question: str, earlier: list[Any],
                    new_session: bool, session_id: str) -> dict[str, Any]:
     query_tokens = count_tokens(question)
+    # The window the server reports, when no one set it: once per process, then cached
+    # for every node (budget.window); a server that does not say leaves the default.
+    await probe_window(ctx)
     check_budget(ctx, query_tokens=query_tokens)  # before any LLM call
     thinking = Thinking(ctx.show_thinking, "request_init")
     thinking.start()

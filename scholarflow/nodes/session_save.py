@@ -17,7 +17,7 @@ from langchain_core.messages import BaseMessage
 from langgraph.runtime import Runtime
 
 from scholarflow import llm
-from scholarflow.budget import cap_tokens, prompt_budget
+from scholarflow.budget import cap_tokens, prompt_budget, window
 from scholarflow.context import Context, get_context
 from scholarflow.conversation import (
     active_tokens,
@@ -68,7 +68,7 @@ async def compress(ctx: Context, conversation: Sequence[Any],
                    usage: list[LLMUsage]) -> list[BaseMessage] | None:
     """The `messages` update that folds the oldest 70% of the active messages into one
     COMPRESSION summary, when they pass the threshold; None when nothing is to be done."""
-    if active_tokens(conversation) <= ctx.max_context_tokens * COMPRESSION_RATIO:
+    if active_tokens(conversation) <= window(ctx) * COMPRESSION_RATIO:
         return None
     active = [m for m in as_session_messages(conversation) if not m.compressed]
     fold = compression_split(active, KEEP_FRACTION)
@@ -78,7 +78,7 @@ async def compress(ctx: Context, conversation: Sequence[Any],
         # A window this small next to reserved_answer_tokens leaves each message a few
         # tokens: the summary would be of nothing. History is still cut to fit each prompt.
         logger.warning("session not compressed: max_context_tokens=%d leaves under %d tokens "
-                       "per message to summarise", ctx.max_context_tokens, MIN_SHARE_TOKENS)
+                       "per message to summarise", window(ctx), MIN_SHARE_TOKENS)
         return None
     prompt = SESSION_COMPRESSION_PROMPT.format(
         max_words=COMPRESSION_MAX_WORDS, conversation=fit_conversation(ctx, active[:fold]))

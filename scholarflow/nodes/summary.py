@@ -18,7 +18,13 @@ from pydantic import Field
 from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12 (Studio schemas)
 
 from scholarflow import llm
-from scholarflow.budget import MIN_MATERIAL_TOKENS, cap_tokens, prompt_budget
+from scholarflow.budget import (
+    MIN_MATERIAL_TOKENS,
+    answer_reserve,
+    cap_tokens,
+    prompt_budget,
+    window_words,
+)
 from scholarflow.context import Context, first_attempt, get_context
 from scholarflow.empty_answer import require_text
 from scholarflow.errors import ConfigurationError
@@ -32,7 +38,14 @@ from scholarflow.tools.recall import DEFAULT_KB, key_chunks_text, open_kb
 
 logger = logging.getLogger(__name__)
 
-SUMMARY_MAX_WORDS = 250
+# A summary's length in words (Chinese: characters): ~330 tokens at most, so a
+# prompt holds a few hundred of them at 128k; scaled down so that a small window
+# still holds SUMMARIES_PER_PROMPT, never under SUMMARY_MIN_WORDS.
+SUMMARY_MAX_WORDS, SUMMARY_MIN_WORDS, SUMMARIES_PER_PROMPT = 250, 80, 10
+# A word is ~1.3 tokens in English and a Chinese character ~1.3: the reply bound of
+# 2 a word leaves room for a model's loose count, so a summary of the asked length is
+# not cut, and SUMMARIES_PER_PROMPT bounded summaries fit one prompt.
+TOKENS_PER_WORD_BOUND = 2
 TITLE_TOKENS = 100
 _PROMPT_OVERHEAD_TOKENS = count_tokens(
     DOCUMENT_CONDENSED_SUMMARY_PROMPT.format(max_words=SUMMARY_MAX_WORDS, title="", content="")
@@ -66,6 +79,12 @@ class SummaryState(SummaryInput, SummaryOutput):
 
     stored_doc_ids: Annotated[list[str], Field(
         description="Documents read from the knowledge base, not given directly.")]
+
+
+def summary_words(ctx: Context) -> int:
+    """The words (Chinese: characters) a summary may have in this window."""
+    fitting = prompt_budget(ctx) // SUMMARIES_PER_PROMPT // TOKENS_PER_WORD_BOUND
+    return max(SUMMARY_MIN_WORDS, min(SUMMARY_MAX_WORDS, fitting))
 
 
 async def load_cached_summaries(state: SummaryState, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -122,9 +141,9 @@ async def summarize_document(task: DocSummaryTask, runtime: Runtime[Context]) ->
              - MESSAGE_OVERHEAD_TOKENS)
     if limit < MIN_MATERIAL_TOKENS:
         raise ConfigurationError(
-            f"max_context_tokens={ctx.max_context_tokens} leaves {max(limit, 0)} tokens to "
+            f"{window_words(ctx)} leaves {max(limit, 0)} tokens to "
             f"summarise {title[:80]!r} after reserved_answer_tokens="
-            f"{ctx.reserved_answer_tokens}: raise max_context_tokens or lower "
+            f"{answer_reserve(ctx)}: raise max_context_tokens or lower "
             "reserved_answer_tokens"
         )
     emit("doc_summary_start", doc_id=doc_id, title=title)
@@ -136,13 +155,15 @@ async def summarize_document(task: DocSummaryTask, runtime: Runtime[Context]) ->
         )
         if not content.strip():  # no key chunk fits the window: the beginning, never nothing
             content = cap_tokens(task["content"], limit)
+    words = summary_words(ctx)
     prompt = DOCUMENT_CONDENSED_SUMMARY_PROMPT.format(
-        max_words=SUMMARY_MAX_WORDS, title=shown_title, content=content
+        max_words=words, title=shown_title, content=content
     )
     # Not streamed: ten summaries interleaving token by token read as noise, and
     # a streamed call costs several times the client CPU, which with 200
     # documents is what keeps the limiter's slots from staying busy.
-    result = await llm.complete(ctx, [("user", prompt)], node="summarize_document")
+    result = await llm.complete(ctx, [("user", prompt)], node="summarize_document",
+                                max_tokens=words * TOKENS_PER_WORD_BOUND)
     summary = require_text(ctx, result.text, first_attempt=first_attempt(runtime),
                            what=f"summary of {title[:80]!r}").strip()
     emit("doc_summary_chunk", doc_id=doc_id, content=summary)

@@ -17,7 +17,14 @@ rule's own)}. Config keys (`configure` and `/_admin/config`): rules, mode ("echo
 "extractive"), latency (s), fail_every_n, fail_first_n, fail_status,
 rate_limit_in_flight (429 for a call arriving while that many admitted calls
 are in flight; 0: off), fault_latency (s before an injected failure is
-answered; default: latency), retry_after (the 429's Retry-After, default "0").
+answered; default: latency), retry_after (the 429's Retry-After, default "0"),
+serve_at_most (K: calls served at once, the others wait their turn in arrival
+order, and leave the queue when their client hangs up, like llama.cpp or Ollama
+with K parallel slots; 0: no limit), prefill_tokens_per_second (prompt reading
+after the latency, before the first token; 0: none), tokens_per_second (reply
+pacing; 0: the whole reply at once). Stats count `queued`, `max_queued` and
+`queue_wait_seconds`; each entry of `requests` has model, messages, max_tokens
+(max_completion_tokens if sent, else max_tokens) and stream.
 """
 
 from __future__ import annotations

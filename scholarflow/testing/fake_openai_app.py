@@ -11,17 +11,19 @@ import re
 import struct
 import time
 import uuid
+from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from scholarflow.testing.fake_openai_state import (
     CJK_RANGES,
+    ChatDecision,
     ConfigError,
     FakeState,
     content_text,
@@ -83,7 +85,8 @@ def completion(model: str, reply: str, messages: list[Any]) -> dict[str, Any]:
 
 
 async def sse_events(
-    model: str, reply: str, messages: list[Any], include_usage: bool
+    model: str, reply: str, messages: list[Any], include_usage: bool,
+    tokens_per_second: float = 0.0, reasoning: str = "",
 ) -> AsyncIterator[str]:
     base: dict[str, Any] = {
         "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
@@ -100,13 +103,62 @@ async def sse_events(
         return f"data: {json.dumps({**base, 'choices': [choice]})}\n\n"
 
     yield event({"role": "assistant", "content": ""})
+    for chunk in split_chunks(reasoning) if reasoning else []:
+        yield event({"content": None, "reasoning_content": chunk})
     for chunk in split_chunks(reply):
+        if tokens_per_second > 0:  # the model writes as it goes
+            await asyncio.sleep(count_tokens(chunk) / tokens_per_second)
         yield event({"content": chunk})
     yield event({}, "stop")
     if include_usage:
         tail = {**base, "choices": [], "usage": usage(messages, reply)}
         yield f"data: {json.dumps(tail)}\n\n"
     yield "data: [DONE]\n\n"
+
+
+class ServeSlots:
+    """At most K calls served at once, the others wait their turn in arrival order,
+    as llama.cpp (`--parallel K`) and Ollama (`OLLAMA_NUM_PARALLEL=K`) do."""
+
+    def __init__(self) -> None:
+        self.k = 0
+        self.serving = 0
+        self.waiting: deque[asyncio.Future[None]] = deque()
+
+    def try_acquire(self, k: int) -> bool:
+        self.k = k  # the latest configuration rules
+        if self.serving < k and not self.waiting:
+            self.serving += 1
+            return True
+        return False
+
+    async def acquire(self, k: int) -> None:
+        if self.try_acquire(k):
+            return
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.waiting.append(turn)
+        try:
+            await turn
+        except asyncio.CancelledError:
+            if turn.done() and not turn.cancelled():
+                self.release()  # handed over just as its client left
+            elif turn in self.waiting:
+                self.waiting.remove(turn)
+            raise
+
+    def release(self) -> None:
+        self.serving -= 1
+        while self.waiting and self.serving < self.k:
+            turn = self.waiting.popleft()
+            if not turn.done():
+                self.serving += 1
+                turn.set_result(None)
+
+
+async def _client_gone(receive: Receive) -> None:
+    """Returns when the client hangs up (the body was read already)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 class ChatEndpoint:
@@ -118,6 +170,36 @@ class ChatEndpoint:
 
     def __init__(self, state: FakeState) -> None:
         self.state = state
+        self.slots = ServeSlots()
+
+    async def _turn(self, k: int, receive: Receive) -> bool:
+        """Wait to be served; False if the client hung up first (a timeout), as real
+        servers drop a queued request whose connection closed."""
+        if self.slots.try_acquire(k):
+            return True
+        waiting = asyncio.ensure_future(self.slots.acquire(k))
+        self.state.queue_changed(+1)
+        since = time.monotonic()
+        gone = asyncio.ensure_future(_client_gone(receive))
+        try:
+            await asyncio.wait({waiting, gone}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            gone.cancel()
+            if not waiting.done():
+                waiting.cancel()
+            self.state.queue_changed(-1, time.monotonic() - since)
+        try:
+            await waiting
+        except asyncio.CancelledError:
+            return False
+        return True
+
+    def _prefill(self, body: dict[str, Any], decision: ChatDecision) -> float:
+        """Seconds before the first token: the latency, plus reading the prompt."""
+        if decision.prefill_tokens_per_second <= 0:
+            return decision.latency
+        tokens = count_message_tokens(content_text(m) for m in body["messages"])
+        return decision.latency + tokens / decision.prefill_tokens_per_second
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope, receive)
@@ -130,22 +212,48 @@ class ChatEndpoint:
                 scope, receive, send)
             return
         decision = self.state.begin_chat(body)
+        ended = served = False
+
+        def end() -> None:
+            nonlocal ended
+            if not ended:
+                ended = True
+                if served:
+                    self.slots.release()
+                self.state.end_chat(decision)
+
+        async def send_last_ended(message: Message) -> None:
+            # The call ends before its last bytes go out: a client that reads them
+            # may start its next call at once, and must not be counted twice.
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                end()
+            await send(message)
+
         try:
-            if decision.latency > 0:
-                await asyncio.sleep(decision.latency)
-            response = self._respond(body, decision.reply, decision.status, decision.retry_after)
-            await response(scope, receive, send)
+            # Injected faults are answered at once, as a gateway in front of the queue would.
+            if decision.status is None and decision.serve_at_most:
+                served = await self._turn(decision.serve_at_most, receive)
+                if not served:
+                    return
+            delay = self._prefill(body, decision) if decision.status is None else decision.latency
+            if decision.status is None and not body.get("stream") and decision.tokens_per_second:
+                delay += count_tokens(decision.reply) / decision.tokens_per_second  # all, then sent
+            if delay > 0:
+                await asyncio.sleep(delay)
+            response = self._respond(body, decision)
+            await response(scope, receive, send_last_ended)
+        except (OSError, ClientDisconnect):
+            pass  # the client hung up mid-reply
         finally:
-            self.state.end_chat(decision)
+            end()
 
     @staticmethod
-    def _respond(
-        body: dict[str, Any], reply: str, status: int | None, retry_after: str = "0"
-    ) -> Response:
+    def _respond(body: dict[str, Any], decision: ChatDecision) -> Response:
+        reply, status = decision.reply, decision.status
         if status is not None:
             if status == 429:
                 return error_response(
-                    429, "Rate limit reached (injected by fake-openai)", retry_after)
+                    429, "Rate limit reached (injected by fake-openai)", decision.retry_after)
             return error_response(status, f"Injected failure {status} (fake-openai)")
         model = str(body.get("model") or MODEL_ID)
         messages: list[Any] = body["messages"]
@@ -154,7 +262,8 @@ class ChatEndpoint:
         options = body.get("stream_options") or {}
         include_usage = bool(isinstance(options, dict) and options.get("include_usage"))
         return StreamingResponse(
-            sse_events(model, reply, messages, include_usage),
+            sse_events(model, reply, messages, include_usage, decision.tokens_per_second,
+                       decision.reasoning),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache"},
         )

@@ -8,6 +8,7 @@ test thread that configures it, so every access goes through one
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
 import threading
 from dataclasses import dataclass, field
@@ -19,7 +20,10 @@ ROLES = ("any", "system", "user", "last_user")
 CONFIG_KEYS = frozenset({
     "rules", "mode", "latency", "fail_every_n", "fail_first_n", "fail_status",
     "rate_limit_in_flight", "fault_latency", "retry_after",
+    "serve_at_most", "tokens_per_second", "prefill_tokens_per_second",
 })
+# The pacing keys: how a served call takes its time, like a real model server.
+_PACE_KEYS = ("serve_at_most", "tokens_per_second", "prefill_tokens_per_second")
 
 CJK_RANGES = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 # A CJK character counts as a word of its own: CJK text has no spaces to split on.
@@ -46,13 +50,16 @@ class Rule:
     role: str
     status: int | None
     latency: float | None = None  # this rule's own delay; None: the server's latency
+    # Streamed first as delta.reasoning_content, as DeepSeek's reasoner and vLLM's
+    # reasoning parsers send a model's thought (api-docs.deepseek.com, reasoning_model).
+    reasoning: str = ""
     used: int = 0
 
     @classmethod
     def parse(cls, raw: Any) -> Rule:
         if not isinstance(raw, dict) or "match" not in raw:
             raise ConfigError(f"a rule needs at least 'match': {raw!r}")
-        unknown = set(raw) - {"match", "reply", "times", "role", "status", "latency"}
+        unknown = set(raw) - {"match", "reply", "times", "role", "status", "latency", "reasoning"}
         if unknown:
             raise ConfigError(f"unknown rule keys {sorted(unknown)}")
         role = raw.get("role", "any")
@@ -69,7 +76,8 @@ class Rule:
         times, latency = raw.get("times"), raw.get("latency")
         return cls(pattern, str(raw.get("reply", "")), None if times is None else int(times),
                    role, None if status is None else int(status),
-                   None if latency is None else max(0.0, float(latency)))
+                   None if latency is None else max(0.0, float(latency)),
+                   str(raw.get("reasoning") or ""))
 
 
 @dataclass(slots=True)
@@ -80,6 +88,10 @@ class FakeStats:
     max_in_flight: int = 0
     requests: list[dict[str, Any]] = field(default_factory=list)
     failed_calls: int = 0  # chat calls answered with an injected fault (any status)
+    # serve_at_most: calls waiting for their turn now, at most, and their total wait.
+    queued: int = 0
+    max_queued: int = 0
+    queue_wait_seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -88,6 +100,9 @@ class FakeStats:
             "in_flight": self.in_flight,
             "max_in_flight": self.max_in_flight,
             "failed_calls": self.failed_calls,
+            "queued": self.queued,
+            "max_queued": self.max_queued,
+            "queue_wait_seconds": self.queue_wait_seconds,
             "requests": copy.deepcopy(self.requests),
         }
 
@@ -99,8 +114,12 @@ class ChatDecision:
     latency: float
     reply: str = ""
     status: int | None = None
+    reasoning: str = ""
     admitted: bool = True  # counted against rate_limit_in_flight until `end_chat`
     retry_after: str = "0"
+    serve_at_most: int = 0  # served at once; the others wait their turn (0: no limit)
+    tokens_per_second: float = 0.0  # reply pacing (0: all at once)
+    prefill_tokens_per_second: float = 0.0  # prompt reading before the first token (0: none)
 
 
 class FakeState:
@@ -120,6 +139,9 @@ class FakeState:
         self.rate_limit_in_flight = 0
         self.fault_latency: float | None = None
         self.retry_after = "0"
+        self.serve_at_most = 0
+        self.tokens_per_second = 0.0
+        self.prefill_tokens_per_second = 0.0
         self._admitted = 0
         self._stats = FakeStats()
 
@@ -140,6 +162,7 @@ class FakeState:
             raise ConfigError(f"fail_status must be an HTTP error status, not {status}")
         fault_latency = config.get("fault_latency")
         fault_latency = None if fault_latency is None else max(0.0, float(fault_latency))
+        pace = {k: _non_negative(k, config[k]) for k in _PACE_KEYS if k in config}
         with self._lock:
             if rules is not None:
                 self.rules = rules
@@ -159,12 +182,14 @@ class FakeState:
                 self.fault_latency = fault_latency
             if "retry_after" in config:
                 self.retry_after = str(config["retry_after"])
+            if "serve_at_most" in pace:
+                self.serve_at_most = int(pace.pop("serve_at_most"))
+            for key, value in pace.items():
+                setattr(self, key, value)
 
     def stats(self) -> FakeStats:
         with self._lock:
-            s = self._stats
-            return FakeStats(s.chat_calls, s.embedding_calls, s.in_flight, s.max_in_flight,
-                             copy.deepcopy(s.requests), s.failed_calls)
+            return dataclasses.replace(self._stats, requests=copy.deepcopy(self._stats.requests))
 
     def begin_chat(self, body: dict[str, Any]) -> ChatDecision:
         """Count and log a chat call, and decide its fault or reply; pair with `end_chat`."""
@@ -174,7 +199,10 @@ class FakeState:
             s.chat_calls += 1
             s.in_flight += 1
             s.max_in_flight = max(s.max_in_flight, s.in_flight)
-            s.requests.append({"model": body.get("model"), "messages": copy.deepcopy(messages)})
+            s.requests.append({"model": body.get("model"), "messages": copy.deepcopy(messages),
+                               "max_tokens": body.get("max_completion_tokens",
+                                                      body.get("max_tokens")),
+                               "stream": bool(body.get("stream"))})
             n = s.chat_calls
             fault_latency = self.latency if self.fault_latency is None else self.fault_latency
             if n <= self.fail_first_n or (self.fail_every_n and n % self.fail_every_n == 0):
@@ -194,10 +222,15 @@ class FakeState:
                 if rule.pattern.search(_select(messages, rule.role)):
                     rule.used += 1
                     latency = self.latency if rule.latency is None else rule.latency
-                    return ChatDecision(latency, rule.reply, rule.status)
-            latency, mode = self.latency, self.mode
+                    return ChatDecision(latency, rule.reply, rule.status, rule.reasoning,
+                                        **self._pace())
+            latency, mode, pace = self.latency, self.mode, self._pace()
         # The default reply reads only the request, so it is built outside the lock.
-        return ChatDecision(latency, default_reply(mode, messages))
+        return ChatDecision(latency, default_reply(mode, messages), **pace)
+
+    def _pace(self) -> dict[str, Any]:
+        return {"serve_at_most": self.serve_at_most, "tokens_per_second": self.tokens_per_second,
+                "prefill_tokens_per_second": self.prefill_tokens_per_second}
 
     def end_chat(self, decision: ChatDecision) -> None:
         with self._lock:
@@ -205,9 +238,27 @@ class FakeState:
             if decision.admitted:
                 self._admitted = max(0, self._admitted - 1)  # a reset may have cleared it
 
+    def queue_changed(self, delta: int, waited: float = 0.0) -> None:
+        """A call started (+1) or stopped (-1, after `waited` s) waiting for its turn."""
+        with self._lock:
+            s = self._stats
+            s.queued = max(0, s.queued + delta)  # a reset may have cleared it
+            s.max_queued = max(s.max_queued, s.queued)
+            s.queue_wait_seconds += waited
+
     def count_embedding_call(self) -> None:
         with self._lock:
             self._stats.embedding_calls += 1
+
+
+def _non_negative(key: str, value: Any) -> float:
+    try:
+        number = float(value or 0)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{key} must be a number, not {value!r}") from None
+    if number < 0:
+        raise ConfigError(f"{key} must be 0 or more, not {value!r}")
+    return number
 
 
 def _check_mode(mode: Any) -> Mode:

@@ -94,7 +94,7 @@ CONTEXTS: list[tuple[str, Callable[[], Any], list[str]]] = [
     ("top_n-0", lambda: Context(top_n=0),
      ["top_n must be at least 1, not 0", "leave it out for the default 10"]),
     ("max_context_tokens-big", lambda: Context(max_context_tokens=cast(Any, "big")),
-     ["max_context_tokens must be a whole number, not 'big'", "default 128000"]),
+     ["max_context_tokens must be a whole number or null, not 'big'", "default 128000"]),
     ("similarity-above-1", lambda: Context(similarity_threshold=1.5),
      ["similarity_threshold must be between 0 and 1", "default 0.2"]),
     ("dict-top_n-negative", lambda: {"top_n": -1}, ["top_n must be at least 1, not -1"]),

@@ -98,7 +98,7 @@ class Session:
 # --- tiny contexts ---------------------------------------------------------------------
 
 class TestTinyContexts:
-    @pytest.mark.parametrize("window", [1000, 4000, 4096, 8192])
+    @pytest.mark.parametrize("window", [1000, 1500])  # from 4k up they answer: test_small_windows
     async def test_two_document_summary_is_refused_before_any_call(
         self, fake_llm: FakeOpenAIServer, window: int
     ) -> None:
@@ -111,7 +111,7 @@ class TestTinyContexts:
         assert "raise max_context_tokens" in error, error
         assert fake_llm.stats().chat_calls == 0
 
-    @pytest.mark.parametrize("window", [1000, 4000, 8192])
+    @pytest.mark.parametrize("window", [1000, 1500])
     async def test_question_over_a_paper_is_refused_with_default_reserves(
         self, fake_llm: FakeOpenAIServer, window: int
     ) -> None:
@@ -137,7 +137,7 @@ class TestTinyContexts:
         calls = fake_llm.stats().chat_calls
         out = await session.ask({"query": "Summarize these papers",
                                  "document_contents": two_papers()},
-                                Context(max_context_tokens=4096))
+                                Context(max_context_tokens=1500))
         assert "max_context_tokens" in one_error_line(out)
         assert fake_llm.stats().chat_calls == calls
         assert await session.questions() == ["hello", "Summarize these papers"]
