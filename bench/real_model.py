@@ -139,10 +139,13 @@ async def _one(path: Path_, lang: str, ctx_args: dict[str, Any]) -> Run:
     return run
 
 
-def _table(runs: list[Run]) -> str:
-    lines = ["| path | lang | strategy | node | calls | parse / fallback | prompt tok | "
-             "completion tok | node s | citations | answer lang ok | run s |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+HEADER = ("| path | lang | strategy | node | calls | parse / fallback | prompt tok | "
+          "completion tok | node s | citations | answer lang ok | run s |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|")
+
+
+def _rows(runs: list[Run]) -> str:
+    lines = []
     for r in runs:
         rows = r.nodes or [{"node": "-", "parse": "-", "calls": 0, "in": 0, "out": 0, "s": 0.0}]
         for i, n in enumerate(rows):
@@ -173,16 +176,13 @@ async def main(argv: list[str] | None = None) -> int:
     ctx_args: dict[str, Any] = {"show_thinking": True}
     if args.max_context:
         ctx_args["max_context_tokens"] = args.max_context
-    runs = []
+    print(HEADER, flush=True)  # a row per run as it ends: a slow model takes an hour
     for path in PATHS:
         if wanted and path.name not in wanted:
             continue
         for lang in langs:
             run = await _one(path, lang, ctx_args)
-            print(f"# {run.path} {run.lang}: {run.wall:.0f} s {run.error}", file=sys.stderr,
-                  flush=True)
-            runs.append(run)
-    print(_table(runs))
+            print(_rows([run]), flush=True)
     print(f"\nmodel {os.environ.get('SCHOLARFLOW_MODEL')} at {os.environ['OPENAI_BASE_URL']}; "
           f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
     return 0

@@ -16,7 +16,7 @@ import asyncio
 import hashlib
 import sqlite3
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -25,6 +25,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from scholarflow.errors import BackendUnavailableError
 from scholarflow.sessions.paths import home_dir
+from scholarflow.sessions.postgres_db import connect, saver_settings
 from scholarflow.sessions.services import (
     DATABASE_URL_ENV,
     POSTGRES_SCHEMES,
@@ -32,7 +33,6 @@ from scholarflow.sessions.services import (
     env_url,
     failed,
     redact_url,
-    unreachable,
 )
 from scholarflow.sessions.sqlite import DAMAGED_CODES, damaged_file
 
@@ -103,22 +103,12 @@ async def _sqlite_saver() -> AsyncIterator[BaseCheckpointSaver[str]]:
 @asynccontextmanager
 async def _postgres_saver(url: str) -> AsyncIterator[BaseCheckpointSaver[str]]:
     # Imported here: only deployments with SCHOLARFLOW_DATABASE_URL need the driver.
-    import psycopg
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-    try:
-        conninfo = url
-        if "connect_timeout" not in conninfo_to_dict(url):  # a black-holed host: fail, not hang
-            conninfo = make_conninfo(url, connect_timeout=CONNECT_TIMEOUT_SECONDS)
-    except psycopg.Error as exc:
-        raise unreachable("PostgreSQL", DATABASE_URL_ENV, url, exc) from None
-    async with AsyncExitStack() as stack:
-        try:
-            saver = await stack.enter_async_context(AsyncPostgresSaver.from_conn_string(conninfo))
-        except psycopg.Error as exc:
-            raise unreachable("PostgreSQL", DATABASE_URL_ENV, url, exc) from None
-        conn = cast("psycopg.AsyncConnection[Any]", saver.conn)  # from_conn_string: one connection
+    # One connection, as AsyncPostgresSaver.from_conn_string would open it.
+    conn = await connect(url, connect_timeout=CONNECT_TIMEOUT_SECONDS, **saver_settings())
+    async with conn:
+        saver = AsyncPostgresSaver(conn)
         await prepare_postgres(conn, saver, url, SETUP_LOCK_TIMEOUT_SECONDS)
         yield saver
 

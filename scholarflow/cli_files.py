@@ -99,10 +99,10 @@ async def check_request(payload: dict[str, Any]) -> None:
     """What the graph would reject in request_init or document_check, checked before a
     session exists: the knowledge base's name and presence, the documents named by id,
     and a question with words to search for when there are documents."""
-    from scholarflow.tools.index import check_kb_name
+    from scholarflow.tools.index import DEFAULT_KB, check_kb_name
     from scholarflow.tools.index.tokenize import has_words
     from scholarflow.tools.kb import DocumentNotFoundError
-    from scholarflow.tools.recall import DEFAULT_KB, open_kb
+    from scholarflow.tools.recall import open_kb
 
     kb_name: str | None = payload.get("kb")
     contents = payload.get("document_contents") or {}

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 from scholarflow.cli_text import safe_json, safe_text
 from scholarflow.context import Context
 from scholarflow.errors import InputError
+from scholarflow.tools.index import DEFAULT_KB
 
 if TYPE_CHECKING:  # the ingest modules load tiktoken: only `ingest` and `search` pay for it
     from scholarflow.ingest.pipeline import IngestResult
     from scholarflow.tools.kb import KnowledgeBase, RecallParams
 
-DEFAULT_KB = "default"
 EXIT_SOME_FAILED = 1
 EXIT_ALL_BAD = 2
 SCORE_DIGITS = 4

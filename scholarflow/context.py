@@ -157,7 +157,8 @@ class Context:
     )
     use_rerank: bool = field(default=False, metadata=_doc("Recall: rerank recalled chunks."))
     recall_tool_cache_size: int = field(
-        default=100, metadata=_doc("Recall: per-document recall tools kept (LRU).")
+        default=100,
+        metadata=_doc("Recall: knowledge bases kept open (LRU; the least recent is closed)."),
     )
     search_engine: Literal["tavily", "bocha"] | None = field(
         default=None,

@@ -50,6 +50,11 @@ class RateLimitedLLMError(RetryableLLMError):
         self.retry_after = retry_after  # seconds the server asked to wait, if it said
 
 
+class CutOffLLMError(RateLimitedLLMError):
+    """A reply the server ended before the model finished, as a server does that drops a
+    request for a newer one: a sign of too many calls at once, so it backs off like a 429."""
+
+
 class InternalError(ScholarflowError):
     """A node failed with an exception of no scholarflow type (a bug or a library's error):
     re-raised as this, one scrubbed line, so no secret it quoted is stored."""

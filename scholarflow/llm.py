@@ -37,8 +37,13 @@ from langgraph.constants import TAG_NOSTREAM
 from langgraph.types import RetryPolicy
 
 from scholarflow.budget import answer_reserve
-from scholarflow.context import DEFAULT_MAX_CONCURRENT_LLM_CALLS, Context
-from scholarflow.errors import FatalLLMError, RateLimitedLLMError, RetryableLLMError
+from scholarflow.context import DEFAULT_MAX_CONCURRENT_LLM_CALLS, MAX_CALLS_ENV, Context
+from scholarflow.errors import (
+    CutOffLLMError,
+    FatalLLMError,
+    RateLimitedLLMError,
+    RetryableLLMError,
+)
 from scholarflow.events import Thinking
 from scholarflow.llm_errors import translate_api_error as translate_api_error  # re-exported
 from scholarflow.llm_errors import translate_error
@@ -229,6 +234,10 @@ class _StreamCall:
         self.held = ""
         self.reasoning: list[str] = []
         self.last_usage: AIMessageChunk | None = None
+        self.finished = False  # a chunk said why the model stopped (finish_reason)
+        # Someone saw the text as it came: a retry would repeat it, so a failure after
+        # text is fatal. A hidden call (`complete`) is simply tried again.
+        self.seen = on_text is not _ignore
 
     @property
     def text(self) -> str:
@@ -264,16 +273,30 @@ class _StreamCall:
                     break
                 if chunk.usage_metadata:  # arrives once, in the last chunk
                     self.last_usage = chunk
+                if chunk.response_metadata.get("finish_reason"):
+                    self.finished = True
                 if thought := chunk.additional_kwargs.get("reasoning_content"):
                     self._think(str(thought))
                 if (text := chunk.text) and (
                         piece := await self._answer(self.splitter.feed(text))):
                     yield piece
+            if not self.finished:
+                # The connection closed before the model said it was done: a server that
+                # drops a request for a newer one (llama-cpp-python's interrupt_requests),
+                # a proxy that timed out. What came is not the whole reply.
+                raise CutOffLLMError(
+                    f"the reply of model {self.ctx.model_name!r} broke off before it finished "
+                    "(the server ended the stream): if the server serves one request at a "
+                    f"time and drops one for the next, lower {MAX_CALLS_ENV} to 1")
             if piece := await self._answer(self.splitter.flush(), last=True):
                 yield piece
+        except RetryableLLMError as exc:
+            if self.sent and self.seen:
+                raise FatalLLMError(f"the answer stream broke off: {exc}") from exc
+            raise
         except Exception as exc:
             error = translate_error(exc, self.ctx)
-            if self.sent and isinstance(error, RetryableLLMError):
+            if self.sent and self.seen and isinstance(error, RetryableLLMError):
                 raise FatalLLMError(f"the answer stream broke off: {error}") from exc
             raise error from exc
 

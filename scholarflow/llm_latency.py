@@ -140,6 +140,11 @@ class LatencyLimit:
             return self._queued(load)
         return False
 
+    def cut_off(self, load: int) -> bool:
+        """The server ended a reply early while `load` calls of ours were in flight: it
+        drops a request for a newer one, so it serves fewer than that at once."""
+        return load > 1 and self._queued(load)
+
     # ------------------------------------------------------------- slots
 
     def slot_first_token(self, slot: Slot, now: float) -> bool:

@@ -53,7 +53,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from scholarflow.errors import RateLimitedLLMError
+from scholarflow.errors import CutOffLLMError, RateLimitedLLMError
 from scholarflow.llm_latency import LatencyLimit, LoopLag
 from scholarflow.llm_latency import Slot as Slot  # re-exported: its old home
 
@@ -298,6 +298,10 @@ class LLMLimiter:
         try:
             yield slot
         except RateLimitedLLMError as exc:
+            if isinstance(exc, CutOffLLMError):  # the calls in flight now were too many
+                in_flight = self._in_flight
+                self._feed_latency(lambda _slot, _now: self._latency_limit.cut_off(in_flight),
+                                   slot)
             self.record_rate_limit(started, exc.retry_after)
             raise
         # Other failures (5xx, timeouts, bad requests) are not 429s; a long wait for

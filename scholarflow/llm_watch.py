@@ -71,6 +71,7 @@ class StallWatch:
         self._fired: StallTimeoutError | None = None
         self._handle: asyncio.TimerHandle | None = None
         self._reading: asyncio.Task[object] | None = None
+        self._entered = 0.0  # loop time the caller last asked for a chunk
 
     def __enter__(self) -> StallWatch:
         loop = asyncio.get_running_loop()
@@ -90,6 +91,7 @@ class StallWatch:
         assert task is not None
         cancelling = task.cancelling()
         self._reading = task
+        self._entered = asyncio.get_running_loop().time()
         try:
             chunk = await anext(stream)
         except asyncio.CancelledError as exc:
@@ -110,8 +112,8 @@ class StallWatch:
 
     def deadline(self) -> float:
         """When the call stalls, as far as is known now."""
-        if self.last is not None:
-            return self.last + self.timeout
+        if self.last is not None:  # a gap counts from when the next chunk was asked for
+            return max(self.last, self._entered) + self.timeout
         own = self.started_at + self.allowance
         busy = _last_chunk.get(self.endpoint, 0.0) + self.timeout
         return min(max(own, busy), self.started_at + QUEUE_WAIT_FACTOR * self.allowance)

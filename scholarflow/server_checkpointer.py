@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
@@ -22,13 +22,8 @@ from scholarflow.checkpoints import prepare_postgres
 if TYPE_CHECKING:
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from scholarflow.errors import ConfigurationError
-from scholarflow.sessions.services import (
-    DATABASE_URL_ENV,
-    POSTGRES_SCHEMES,
-    check_scheme,
-    env_url,
-    unreachable,
-)
+from scholarflow.sessions.postgres_db import connect, open_pool, saver_settings
+from scholarflow.sessions.services import DATABASE_URL_ENV, POSTGRES_SCHEMES, check_scheme, env_url
 
 POOL_MAX_SIZE = 4  # AsyncPostgresSaver serialises its queries; the pool is for reconnecting
 CONNECT_TIMEOUT_SECONDS = 10
@@ -58,39 +53,17 @@ async def make_checkpointer() -> AsyncIterator[BaseCheckpointSaver[str]]:
     when it is unset, not a PostgreSQL URL, or unreachable: the server then does not start.
     """
     # Imported here: only servers started with langgraph.postgres.json need the driver.
-    import psycopg
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-    from psycopg.rows import dict_row
-    from psycopg_pool import AsyncConnectionPool
 
     url = database_url()
-    connect_args: dict[str, Any] = {"autocommit": True, "prepare_threshold": 0,
-                                    "row_factory": dict_row,
-                                    "connect_timeout": CONNECT_TIMEOUT_SECONDS}
+    settings = saver_settings()
     # One direct connection first: it fails fast with the driver's reason, where a pool
     # would retry quietly until its timeout. It also creates the tables.
-    try:
-        conn = await psycopg.AsyncConnection.connect(url, **connect_args)
-    except psycopg.Error as exc:
-        raise unreachable("PostgreSQL", DATABASE_URL_ENV, url, exc) from None
+    conn = await connect(url, connect_timeout=CONNECT_TIMEOUT_SECONDS, **settings)
     async with conn:
         await prepare_postgres(conn, AsyncPostgresSaver(conn), url, SETUP_TIMEOUT_SECONDS)
-
-    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-        url,
-        min_size=1,
-        max_size=POOL_MAX_SIZE,
-        kwargs=connect_args,
-        # A connection PostgreSQL dropped (restart, idle timeout) is replaced, not handed out.
-        check=AsyncConnectionPool.check_connection,
-        open=False,
-        name="scholarflow-checkpoints",
-    )
-    try:
-        await pool.open(wait=True, timeout=CONNECT_TIMEOUT_SECONDS)
-    except psycopg.Error as exc:  # PoolTimeout among them
-        await pool.close()
-        raise unreachable("PostgreSQL", DATABASE_URL_ENV, url, exc) from None
+    pool = await open_pool(url, name="scholarflow-checkpoints", max_size=POOL_MAX_SIZE,
+                           connect_timeout=CONNECT_TIMEOUT_SECONDS, **settings)
     try:
         yield _copying_saver()(pool)
     finally:

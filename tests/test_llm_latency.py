@@ -240,3 +240,26 @@ async def test_only_calls_that_report_latency_are_samples() -> None:
             clock.now += 30
             raise RateLimitedLLMError("429")
     assert lim.latency.samples == 1
+
+
+async def test_a_server_that_drops_calls_for_newer_ones_gets_one_at_a_time() -> None:
+    # llama-cpp-python's server ends a running reply when a new request comes: with
+    # four calls of ours in flight, the one cut off says it serves fewer than four.
+    from scholarflow.errors import CutOffLLMError
+    from scholarflow.llm_limiter import LLMLimiter
+
+    limiter = LLMLimiter(10)
+    release = asyncio.Event()
+
+    async def call(cut: bool) -> None:
+        async with limiter.slot(prompt_tokens=100):
+            await release.wait()
+            if cut:
+                raise CutOffLLMError("cut off")
+
+    tasks = [asyncio.create_task(call(cut=i == 0)) for i in range(4)]
+    await asyncio.sleep(0)
+    release.set()
+    results = await asyncio.gather(*tasks, return_exceptions=True)
+    assert isinstance(results[0], CutOffLLMError)
+    assert limiter.capacity <= 3  # fewer than the four that were in flight

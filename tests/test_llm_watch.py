@@ -65,10 +65,10 @@ async def test_a_queue_that_never_moves_still_fails() -> None:
 
 
 async def test_time_spent_by_the_caller_is_not_the_servers_stall() -> None:
-    watch, stream = StallWatch("slow-reader", 0.1, 10), aiter(_stream([0.0, 0.0]))
+    watch, stream = StallWatch("slow-reader", 0.5, 10), aiter(_stream([0.0, 0.0]))
     with watch:
         assert await watch.next(stream) == 0
-        await asyncio.sleep(0.3)  # e.g. a filter embedding a sentence
+        await asyncio.sleep(1.2)  # e.g. a filter embedding a sentence
         assert await watch.next(stream) == 1
 
 

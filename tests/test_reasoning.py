@@ -183,3 +183,21 @@ async def test_a_thinking_model_gets_room_to_think_within_a_short_bound(
     bounds = [r["max_tokens"] for r in fake_llm.stats().requests]
     # Once it is known to think, the thought no longer eats the 100 tokens of the reply.
     assert bounds == [100, answer_reserve(ctx)]
+
+
+async def test_a_reply_cut_off_by_the_server_is_retried_not_kept(
+        fake_llm: FakeOpenAIServer) -> None:
+    # llama-cpp-python's server drops a running request when a new one comes: the
+    # stream just ends, with no finish_reason. Half a summary must not pass as one.
+    from scholarflow import llm
+    from scholarflow.errors import CutOffLLMError, RateLimitedLLMError
+
+    fake_llm.configure(rules=[{"match": "summarise", "reply": "The paper shows", "cut": True,
+                               "times": 1},
+                              {"match": "summarise", "reply": "The paper shows a gain."}])
+    with pytest.raises(CutOffLLMError, match="broke off before it finished"):
+        await llm.complete(Context(), [("user", "summarise it")], node="t")
+    again = await llm.complete(Context(), [("user", "summarise it")], node="t")
+    assert again.text == "The paper shows a gain."
+    # Too many calls at once is what it signals: it backs off (and retries) like a 429.
+    assert issubclass(CutOffLLMError, RateLimitedLLMError)

@@ -13,12 +13,12 @@ from urllib.parse import urlsplit
 import pytest
 import redis.asyncio as aioredis
 
+from scholarflow.documents import content_hash
 from scholarflow.errors import BackendUnavailableError, ConfigurationError
 from scholarflow.sessions import (
     DEFAULT_TTL_SECONDS,
     RedisSummaryCache,
     SummaryCache,
-    content_hash,
     summary_cache_key,
 )
 from tests.tcp_proxy import TcpProxy

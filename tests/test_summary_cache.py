@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from scholarflow.documents import content_hash
 from scholarflow.sessions import (
     DEFAULT_TTL_SECONDS,
     PostgresSummaryCache,
     SqliteSummaryCache,
     SummaryCache,
-    content_hash,
     default_summary_cache,
     summary_cache_key,
 )

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from scholarflow.language import HAN_CHAR
 from scholarflow.tokens import encoding
 from scholarflow.tools.kb import Chunk
 
@@ -139,7 +140,7 @@ def plain_heading_level(line: str) -> int | None:
         return None
     title = found.group(2)
     first = title[0]
-    if not (first.isupper() or "\u4e00" <= first <= "\u9fff"):
+    if not (first.isupper() or HAN_CHAR.match(first)):  # Chinese has no upper case
         return None
     # A sentence, a list item or a table row, not a heading.
     if title[-1] in ".,;:，。；：" or len(title.split()) > 10:

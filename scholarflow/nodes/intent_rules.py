@@ -20,6 +20,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from scholarflow.intents import Intent
+from scholarflow.language import HAN, HAN_CHAR
 
 __all__ = ["AMBIGUITY_MARGIN", "REAL_CUE", "RuleVerdict", "classify_by_rules"]
 
@@ -57,7 +58,6 @@ def _en(words: str) -> str:
 
 
 _DOC = r"(?:paper|article|manuscript|submission|work|study|document|report|pdf|draft|preprint)"
-_CJK = re.compile(r"[\u3400-\u9fff]")
 _Row = tuple[str, Intent, float, str]
 
 
@@ -67,7 +67,7 @@ def _alts(words: str) -> str:
     An alternative with Latin letters and no CJK is English and gets word bounds.
     """
     tokens = words.replace("{DOC}", _DOC).split()
-    english = [t for t in tokens if re.search("[a-z]", t) and not _CJK.search(t)]
+    english = [t for t in tokens if re.search("[a-z]", t) and not HAN_CHAR.search(t)]
     parts = [t for t in tokens if t not in english] + ([_en("|".join(english))] if english else [])
     return "(?:" + "|".join(parts) + ")"
 
@@ -295,7 +295,7 @@ _DOC_REFERENCE = re.compile(_alts("""论文 文章 文献 文档 本文 文中 �
 # Acronyms, CamelCase and model-number names (BERT, ImageNet, GPT-4, λ) in the raw
 # query: research terms the word lists cannot know.
 _TECHNICAL = re.compile(r"[A-Z]{2,}|[a-z][A-Z]|[A-Za-z]-?\d|[\u0370-\u03ff]")
-_CONTENT_CHARS = re.compile(r"[0-9a-z\u3400-\u9fff]")
+_CONTENT_CHARS = re.compile(f"[0-9a-z{HAN}]")
 _Cues = dict[Intent, tuple[float, str]]  # each intent's strongest cue: (weight, text)
 
 

@@ -34,7 +34,8 @@ from scholarflow.sessions.cache import summary_cache_key
 from scholarflow.sessions.registry import summary_cache
 from scholarflow.state import DocSummary, DocSummaryTask, DocumentInfo, LLMUsage, merge_summaries
 from scholarflow.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
-from scholarflow.tools.recall import DEFAULT_KB, key_chunks_text, open_kb
+from scholarflow.tools.index import DEFAULT_KB
+from scholarflow.tools.recall import key_chunks_text, open_kb
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,6 @@ from scholarflow.sessions.cache import (
     DEFAULT_TTL_SECONDS,
     SqliteSummaryCache,
     SummaryCache,
-    content_hash,
     default_summary_cache,
     summary_cache_key,
 )
@@ -37,7 +36,6 @@ __all__ = [
     "SummaryCache",
     "check_session_id",
     "compression_split",
-    "content_hash",
     "database_path",
     "default_summary_cache",
     "history_for",

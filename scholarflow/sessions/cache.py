@@ -1,14 +1,14 @@
 """The document-summary cache (seed 004 §6.4).
 
-Keys are `doc_summary:{doc_id}:{content_hash}`: shared by every user, and a
-changed document gets a new key, so stale summaries are never served; they
-simply expire (7 days by default). The Protocol mirrors what Redis offers
-(MGET, SET EX) so a Redis cache can implement it directly.
+Keys are `doc_summary:{doc_id}:{content_hash}` (`scholarflow.documents.content_hash`):
+shared by every user, and a changed document gets a new key, so stale
+summaries are never served; they simply expire (7 days by default). The
+Protocol mirrors what Redis offers (MGET, SET EX) so a Redis cache can
+implement it directly.
 """
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
@@ -34,11 +34,6 @@ CREATE TABLE IF NOT EXISTS summary_cache (
 );
 CREATE INDEX IF NOT EXISTS summary_cache_by_expiry ON summary_cache (expires_at);
 """
-
-
-def content_hash(text: str) -> str:
-    """The sha256 hex digest of the UTF-8 text."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def summary_cache_key(doc_id: str, content_hash: str) -> str:

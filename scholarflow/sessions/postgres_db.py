@@ -1,7 +1,11 @@
-"""A lazily opened psycopg 3 connection pool, for the PostgreSQL summary cache.
+"""psycopg 3 connections: the one place that opens them, and the summary cache's pool.
 
-psycopg is imported when the pool first opens, so configurations without
-PostgreSQL never load it.
+`connect` and `open_pool` open every PostgreSQL connection scholarflow makes
+(the summary cache here, the CLI's and the server's checkpointers), so each
+fails the same way: one BackendUnavailableError naming the variable, with the
+driver's reason and no password. `saver_settings` are the connection settings
+LangGraph's AsyncPostgresSaver needs. psycopg is imported when a connection
+first opens, so configurations without PostgreSQL never load it.
 """
 
 from __future__ import annotations
@@ -78,30 +82,11 @@ class PostgresDatabase:
             return self._pool
 
     async def _new_pool(self) -> AsyncConnectionPool[AsyncConnection[tuple[Any, ...]]]:
-        from psycopg import AsyncConnection
-        from psycopg import Error as PsycopgError
-        from psycopg_pool import AsyncConnectionPool
-
-        # One direct connection first: its error says why (refused, unknown
-        # database, bad password), where the pool would only time out. Any
-        # psycopg error: a malformed URL is a ProgrammingError, not an OperationalError.
-        try:
-            probe = await AsyncConnection.connect(self.url, connect_timeout=self._connect_timeout)
-        except PsycopgError as exc:
-            raise unreachable("PostgreSQL", self.env_name, self.url, exc) from None
+        probe = await connect(self.url, env_name=self.env_name,
+                              connect_timeout=self._connect_timeout)
         await probe.close()
-        pool: AsyncConnectionPool[AsyncConnection[tuple[Any, ...]]] = AsyncConnectionPool(
-            self.url, min_size=1, max_size=self._max_size, open=False, name="scholarflow",
-            kwargs={"connect_timeout": self._connect_timeout},
-            # A connection broken by a server restart is replaced, not handed out.
-            check=AsyncConnectionPool.check_connection,
-        )
-        try:
-            await pool.open(wait=True, timeout=self._connect_timeout)
-        except PsycopgError as exc:
-            await pool.close()
-            raise unreachable("PostgreSQL", self.env_name, self.url, exc) from None
-        return pool
+        return await open_pool(self.url, env_name=self.env_name, name="scholarflow",
+                               max_size=self._max_size, connect_timeout=self._connect_timeout)
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[AsyncConnection[tuple[Any, ...]]]:
@@ -164,3 +149,66 @@ class PostgresDatabase:
         pool, self._pool = self._pool, None
         if pool is not None and self._loop is asyncio.get_running_loop():
             await pool.close()
+
+
+def saver_settings() -> dict[str, Any]:
+    """The connection settings LangGraph's AsyncPostgresSaver needs (those of its
+    `from_conn_string`): autocommit, no server-side prepared statements, dict rows."""
+    from psycopg.rows import dict_row
+
+    return {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
+
+
+async def connect(
+    url: str, *, env_name: str = DATABASE_URL_ENV,
+    connect_timeout: int = CONNECT_TIMEOUT_SECONDS, **settings: Any,
+) -> AsyncConnection[Any]:
+    """One connection to `url` with psycopg's `settings`, or BackendUnavailableError
+    naming `env_name` with the driver's reason (refused, unknown database, bad password).
+
+    Opened first by every pool too: a pool would only time out, not say why.
+    `connect_timeout` applies unless the URL sets its own.
+    """
+    from psycopg import AsyncConnection
+    from psycopg import Error as PsycopgError
+
+    # Any psycopg error: a malformed URL is a ProgrammingError, not an OperationalError.
+    try:
+        return await AsyncConnection.connect(_with_timeout(url, connect_timeout), **settings)
+    except PsycopgError as exc:
+        raise unreachable("PostgreSQL", env_name, url, exc) from None
+
+
+async def open_pool(
+    url: str, *, name: str, max_size: int, env_name: str = DATABASE_URL_ENV,
+    connect_timeout: int = CONNECT_TIMEOUT_SECONDS, **settings: Any,
+) -> AsyncConnectionPool[Any]:
+    """An open pool (at least one connection, at most `max_size`) of connections made
+    as `connect` makes them; BackendUnavailableError when none opens in time."""
+    from psycopg import Error as PsycopgError
+    from psycopg_pool import AsyncConnectionPool
+
+    try:
+        conninfo = _with_timeout(url, connect_timeout)
+    except PsycopgError as exc:
+        raise unreachable("PostgreSQL", env_name, url, exc) from None
+    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        conninfo, min_size=1, max_size=max_size, open=False, name=name, kwargs=settings,
+        # A connection broken by a server restart or an idle timeout is replaced, not handed out.
+        check=AsyncConnectionPool.check_connection,
+    )
+    try:
+        await pool.open(wait=True, timeout=connect_timeout)
+    except PsycopgError as exc:  # PoolTimeout among them
+        await pool.close()
+        raise unreachable("PostgreSQL", env_name, url, exc) from None
+    return pool
+
+
+def _with_timeout(url: str, connect_timeout: int) -> str:
+    """`url` with `connect_timeout` (a black-holed host fails, not hangs) unless it has one."""
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    if "connect_timeout" in conninfo_to_dict(url):
+        return url
+    return make_conninfo(url, connect_timeout=connect_timeout)

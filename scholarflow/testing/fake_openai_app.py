@@ -86,7 +86,7 @@ def completion(model: str, reply: str, messages: list[Any]) -> dict[str, Any]:
 
 async def sse_events(
     model: str, reply: str, messages: list[Any], include_usage: bool,
-    tokens_per_second: float = 0.0, reasoning: str = "",
+    tokens_per_second: float = 0.0, reasoning: str = "", cut: bool = False,
 ) -> AsyncIterator[str]:
     base: dict[str, Any] = {
         "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
@@ -109,6 +109,8 @@ async def sse_events(
         if tokens_per_second > 0:  # the model writes as it goes
             await asyncio.sleep(count_tokens(chunk) / tokens_per_second)
         yield event({"content": chunk})
+    if cut:
+        return
     yield event({}, "stop")
     if include_usage:
         tail = {**base, "choices": [], "usage": usage(messages, reply)}
@@ -263,7 +265,7 @@ class ChatEndpoint:
         include_usage = bool(isinstance(options, dict) and options.get("include_usage"))
         return StreamingResponse(
             sse_events(model, reply, messages, include_usage, decision.tokens_per_second,
-                       decision.reasoning),
+                       decision.reasoning, decision.cut),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache"},
         )

@@ -14,6 +14,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from scholarflow.language import HAN
+
 Mode = Literal["echo", "extractive"]
 MODES: tuple[Mode, ...] = ("echo", "extractive")
 ROLES = ("any", "system", "user", "last_user")
@@ -25,7 +27,7 @@ CONFIG_KEYS = frozenset({
 # The pacing keys: how a served call takes its time, like a real model server.
 _PACE_KEYS = ("serve_at_most", "tokens_per_second", "prefill_tokens_per_second")
 
-CJK_RANGES = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+CJK_RANGES = HAN
 # A CJK character counts as a word of its own: CJK text has no spaces to split on.
 _WORD = re.compile(rf"[{CJK_RANGES}]|[^\W{CJK_RANGES}]+")
 # Latin terminators end a sentence only before whitespace, so "3.5" and "e.g.x" stay whole.
@@ -53,13 +55,17 @@ class Rule:
     # Streamed first as delta.reasoning_content, as DeepSeek's reasoner and vLLM's
     # reasoning parsers send a model's thought (api-docs.deepseek.com, reasoning_model).
     reasoning: str = ""
+    # The stream ends after the reply with no finish_reason and no [DONE], as when a
+    # server drops a request for a newer one (llama-cpp-python's interrupt_requests).
+    cut: bool = False
     used: int = 0
 
     @classmethod
     def parse(cls, raw: Any) -> Rule:
         if not isinstance(raw, dict) or "match" not in raw:
             raise ConfigError(f"a rule needs at least 'match': {raw!r}")
-        unknown = set(raw) - {"match", "reply", "times", "role", "status", "latency", "reasoning"}
+        unknown = set(raw) - {"match", "reply", "times", "role", "status", "latency", "reasoning",
+                                 "cut"}
         if unknown:
             raise ConfigError(f"unknown rule keys {sorted(unknown)}")
         role = raw.get("role", "any")
@@ -77,7 +83,7 @@ class Rule:
         return cls(pattern, str(raw.get("reply", "")), None if times is None else int(times),
                    role, None if status is None else int(status),
                    None if latency is None else max(0.0, float(latency)),
-                   str(raw.get("reasoning") or ""))
+                   str(raw.get("reasoning") or ""), bool(raw.get("cut")))
 
 
 @dataclass(slots=True)
@@ -115,6 +121,7 @@ class ChatDecision:
     reply: str = ""
     status: int | None = None
     reasoning: str = ""
+    cut: bool = False
     admitted: bool = True  # counted against rate_limit_in_flight until `end_chat`
     retry_after: str = "0"
     serve_at_most: int = 0  # served at once; the others wait their turn (0: no limit)
@@ -223,7 +230,7 @@ class FakeState:
                     rule.used += 1
                     latency = self.latency if rule.latency is None else rule.latency
                     return ChatDecision(latency, rule.reply, rule.status, rule.reasoning,
-                                        **self._pace())
+                                        rule.cut, **self._pace())
             latency, mode, pace = self.latency, self.mode, self._pace()
         # The default reply reads only the request, so it is built outside the lock.
         return ChatDecision(latency, default_reply(mode, messages), **pace)

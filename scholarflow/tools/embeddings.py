@@ -25,6 +25,7 @@ import numpy.typing as npt
 
 from scholarflow.endpoints import check_endpoint, embedding_base_url
 from scholarflow.errors import ConfigurationError, FatalLLMError
+from scholarflow.language import CJK
 
 Vectors = npt.NDArray[np.float32]
 
@@ -209,7 +210,7 @@ _NEUTRAL_QUESTIONS = ([
     "怎么修自行车",
     "生命的意义",
 ])
-_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_CJK_CHAR = re.compile(f"[{CJK}]")
 _LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
 
 

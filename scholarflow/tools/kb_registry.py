@@ -1,10 +1,13 @@
 """Opening knowledge bases by name: the embedded index, or Elasticsearch when configured.
 
 `SCHOLARFLOW_ES_URL` set: every knowledge base lives in Elasticsearch.
-Otherwise in the embedded index under `<SCHOLARFLOW_HOME>/kb/<name>/`. An
-embedded knowledge base is opened once per process and shared: its search
-arrays (150 MB at 100k chunks) load once, not once per question. `close()`
-on it only releases the SQLite connection; `close_all()` drops everything.
+Otherwise in the embedded index under `<SCHOLARFLOW_HOME>/kb/<name>/`. A
+knowledge base is opened once per process and shared, in the process's
+RecallToolCache: an embedded one's search arrays (150 MB at 100k chunks) load
+once, not once per question, and an Elasticsearch one keeps its client. The
+cache holds `Context.recall_tool_cache_size` of them (`limit_open`); the least
+recently used beyond that is closed. `close()` on an embedded one only
+releases its SQLite connection; `close_all()` closes and drops everything.
 """
 
 from __future__ import annotations
@@ -13,8 +16,6 @@ import asyncio
 import importlib
 import os
 import weakref
-from pathlib import Path
-from typing import Any
 
 from scholarflow.errors import NotSupportedError
 from scholarflow.tools.embeddings import Embedder, default_embedder
@@ -26,20 +27,22 @@ from scholarflow.tools.index.embedded import (
     kb_root,
 )
 from scholarflow.tools.kb import KnowledgeBase
+from scholarflow.tools.recall_cache import CacheStats, RecallToolCache
 
 __all__ = [
-    "DEFAULT_KB",
     "ES_URL_ENV",
     "EmbedderMismatchError",
     "close_all",
+    "limit_open",
     "list_knowledge_bases",
     "open_knowledge_base",
+    "open_stats",
 ]
 
 ES_URL_ENV = "SCHOLARFLOW_ES_URL"
 
-_open: dict[Path, EmbeddedKnowledgeBase] = {}
-_open_es: dict[tuple[str, str, str | None], Any] = {}  # ElasticsearchKnowledgeBase, imported lazily
+# Keyed by an embedded index's folder, or by (Elasticsearch URL, name, embedder name).
+_open: RecallToolCache[KnowledgeBase] = RecallToolCache()
 
 
 async def open_knowledge_base(
@@ -57,20 +60,17 @@ async def open_knowledge_base(
 
         # One client per knowledge base and process, as for the embedded index.
         key = (url, name, embedder.name if embedder else None)
-        es = _open_es.get(key)
-        if es is None:
-            es = await ElasticsearchKnowledgeBase.open(
-                name, create=create, embedder=embedder or default_embedder()
-            )
-            _open_es[key] = es
-        return es
+        return await _open.open(key, lambda: ElasticsearchKnowledgeBase.open(
+            name, create=create, embedder=embedder or default_embedder()))
     folder = (kb_root() / name).absolute()
     # One opening at a time: parallel tasks (summaries of large documents) opening the
     # same new index would each create its file, and SQLite's switch to WAL fails
     # ("database is locked") for all but one.
     async with loop_lock():
         cached = _open.get(folder)
-        if cached is not None and await asyncio.to_thread((folder / DB_FILENAME).is_file):
+        # A folder deleted meanwhile (the scratch index emptied) is opened anew.
+        if (isinstance(cached, EmbeddedKnowledgeBase)
+                and await asyncio.to_thread((folder / DB_FILENAME).is_file)):
             if embedder is not None and embedder.name != cached.embedder.name:
                 raise EmbedderMismatchError(
                     f"knowledge base {name!r} was built with embeddings "
@@ -78,7 +78,7 @@ async def open_knowledge_base(
                 )
             return cached
         kb = await EmbeddedKnowledgeBase.open(name, create=create, embedder=embedder)
-        _open[folder] = kb
+        await _open.put(folder, kb)
         return kb
 
 
@@ -114,10 +114,18 @@ def _kb_names() -> list[str]:
     return sorted(p.name for p in root.iterdir() if (p / DB_FILENAME).is_file())
 
 
+async def limit_open(maxsize: int) -> None:
+    """Keep at most `maxsize` knowledge bases open (Context.recall_tool_cache_size);
+    the least recently used beyond it are closed."""
+    if maxsize != _open.maxsize:
+        await _open.resize(maxsize)
+
+
+def open_stats() -> CacheStats:
+    """Hits, misses and size of the open knowledge bases."""
+    return _open.stats()
+
+
 async def close_all() -> None:
     """Close every knowledge base this process opened and forget them."""
-    opened: list[KnowledgeBase] = [*_open.values(), *_open_es.values()]
-    _open.clear()
-    _open_es.clear()
-    for kb in opened:
-        await kb.close()
+    await _open.clear()

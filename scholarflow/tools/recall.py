@@ -17,17 +17,13 @@ import os
 import shutil
 from collections.abc import Collection, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from scholarflow.context import Context
 from scholarflow.documents import document_from_text
 from scholarflow.state import DocumentInfo, State
+from scholarflow.tools.index import DEFAULT_KB as DEFAULT_KB  # re-exported: nodes/request.py
 from scholarflow.tools.kb import KnowledgeBase, Retriever
 
-if TYPE_CHECKING:
-    from scholarflow.tools.recall_cache import RecallToolCache
-
-DEFAULT_KB = "default"
 DIRECT_KB = "_direct"
 RECALL_API_ENV = "SCHOLARFLOW_RECALL_API_URL"
 # Emptied whole, not per document: the index has no delete. Room for two of the
@@ -36,22 +32,19 @@ SCRATCH_MAX_BYTES = 256 * 1024 * 1024
 # Disk per byte of text indexed (text, chunks, terms, vectors): 5.7 measured on 5-19 MB.
 _DISK_PER_TEXT_BYTE = 6
 
-_tool_cache: RecallToolCache | None = None
 
+async def open_kb(
+    name: str, *, create: bool = False, ctx: Context | None = None
+) -> KnowledgeBase:
+    """The knowledge base called `name` (KnowledgeBaseNotFoundError when there is none).
 
-def _tools(ctx: Context) -> RecallToolCache:
-    from scholarflow.tools.recall_cache import RecallToolCache
+    Knowledge bases stay open in the process's RecallToolCache; `ctx` sizes it
+    (`recall_tool_cache_size`), closing the least recently used beyond that.
+    """
+    from scholarflow.tools.kb_registry import limit_open, open_knowledge_base
 
-    global _tool_cache
-    if _tool_cache is None or _tool_cache.maxsize != ctx.recall_tool_cache_size:
-        _tool_cache = RecallToolCache(maxsize=ctx.recall_tool_cache_size)
-    return _tool_cache
-
-
-async def open_kb(name: str, *, create: bool = False) -> KnowledgeBase:
-    """The knowledge base called `name` (KnowledgeBaseNotFoundError when there is none)."""
-    from scholarflow.tools.kb_registry import open_knowledge_base
-
+    if ctx is not None:
+        await limit_open(ctx.recall_tool_cache_size)
     return await open_knowledge_base(name, create=create)
 
 
@@ -145,10 +138,11 @@ async def retriever_for(kb: str, doc_id: str | None, ctx: Context) -> Retriever:
         from scholarflow.tools.recall_api import HttpRecallRetriever
 
         return HttpRecallRetriever(url, [kb])
-    base = await open_kb(kb)
-    if doc_id is None:
-        return base
-    return _tools(ctx).get(base, base.name, doc_id)
+    from scholarflow.tools.recall_cache import DocumentRetriever
+
+    base = await open_kb(kb, ctx=ctx)  # the expensive part, cached
+    # The view of one document costs one small object: made per step, not cached.
+    return base if doc_id is None else DocumentRetriever(base, doc_id)
 
 
 async def key_chunks_text(
@@ -164,9 +158,9 @@ async def key_chunks_text(
     from scholarflow.tools.kb import RecallParams
 
     if kb_name:
-        kb = await open_kb(kb_name)
+        kb = await open_kb(kb_name, ctx=ctx)
     else:
-        kb = await open_kb(DIRECT_KB, create=True)
+        kb = await open_kb(DIRECT_KB, create=True, ctx=ctx)
         await index_direct_documents(kb, {doc_id: text or ""})
     params = RecallParams(top_n=ctx.top_n, similarity_threshold=0.0,
                           vector_similarity_weight=ctx.vector_similarity_weight)

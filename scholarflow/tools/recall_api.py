@@ -76,7 +76,7 @@ class HttpRecallRetriever:
 
     @property
     def key(self) -> str:
-        """What names this knowledge base in RecallToolCache."""
+        """What names this knowledge base: the service's URL and its index names."""
         return f"{self.api_url}#{','.join(self.index_names)}"
 
     async def search(

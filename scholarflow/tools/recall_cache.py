@@ -1,20 +1,32 @@
-"""RecallToolCache (seed 004, 6.5): per-document recall tools, least recently used out.
+"""RecallToolCache (seed 004, 6.5): the open knowledge bases recall uses, least recently used out.
 
-Recall "per document" (PAPER_REVIEW and LITERATURE_QA over several
-documents) asks the same documents again and again across sub-questions and
-requests; the cache hands back the same small wrapper for a (knowledge base,
-document) pair instead of building a new one each time.
+What recall costs to set up is opening a knowledge base, not wrapping one: an
+embedded index holds a SQLite connection and, from its first search, its
+search arrays (vectors and BM25 postings: 150 MB at 100k chunks); an
+Elasticsearch knowledge base holds a client and its connection pool. The
+cache keeps up to `Context.recall_tool_cache_size` of them open, shared by
+every sub-question, document and request of the process
+(`scholarflow.tools.kb_registry` opens through it); the least recently used
+is closed and dropped when one more comes in.
+
+`DocumentRetriever`, the one-document view a recall step searches through,
+is one small object around an open knowledge base: it is made per use, not
+cached.
 """
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
 
 from scholarflow.tools.kb import RecalledChunk, RecallParams, Retriever
 
 RECALL_TOOL_CACHE_SIZE = 100
+
+logger = logging.getLogger(__name__)
 
 
 class DocumentRetriever:
@@ -33,6 +45,13 @@ class DocumentRetriever:
         return await self.kb.search(query, doc_ids=[self.doc_id], params=params)
 
 
+class Closable(Protocol):
+    async def close(self) -> None: ...
+
+
+T = TypeVar("T", bound=Closable)
+
+
 @dataclass(frozen=True, slots=True)
 class CacheStats:
     hits: int
@@ -41,49 +60,101 @@ class CacheStats:
     maxsize: int
 
 
-class RecallToolCache:
-    """LRU of `DocumentRetriever`s keyed by (kb_key, doc_id).
+class RecallToolCache(Generic[T]):
+    """LRU of open knowledge bases (anything with `close()`), keyed by what names one.
 
-    `kb_key` names the knowledge base (its name, or the recall API URL and
-    index names): two knowledge bases never share a cached tool, so one never
-    answers with the other's chunks.
+    The key names the knowledge base and where it lives (its folder; the
+    Elasticsearch URL, name and embedder), so two never share an entry. An
+    evicted, replaced or discarded one is closed: its connections go at once,
+    and its arrays with the last task still searching it.
     """
 
     def __init__(self, maxsize: int = RECALL_TOOL_CACHE_SIZE) -> None:
         if maxsize < 1:
-            raise ValueError("RecallToolCache needs room for at least one tool")
+            raise ValueError("RecallToolCache needs room for at least one knowledge base")
         self.maxsize = maxsize
-        self._tools: OrderedDict[tuple[str, str], DocumentRetriever] = OrderedDict()
+        self._open: OrderedDict[Hashable, T] = OrderedDict()
         self.hits = 0
         self.misses = 0
 
-    def get(self, kb: Retriever, kb_key: str, doc_id: str) -> DocumentRetriever:
-        key = (kb_key, doc_id)
-        tool = self._tools.get(key)
-        # A knowledge base reopened under the same key (closed and opened
-        # again) must not be served through a tool holding the old one.
-        if tool is not None and tool.kb is kb:
-            self.hits += 1
-            self._tools.move_to_end(key)
-            return tool
-        self.misses += 1
-        tool = DocumentRetriever(kb, doc_id)
-        self._tools[key] = tool
-        self._tools.move_to_end(key)
-        while len(self._tools) > self.maxsize:
-            self._tools.popitem(last=False)
-        return tool
+    def get(self, key: Hashable) -> T | None:
+        """The open one under `key`, now the most recently used; None (a miss) when none."""
+        found = self._open.get(key)
+        if found is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        self._open.move_to_end(key)
+        return found
 
-    def invalidate(self, kb_key: str) -> None:
-        """Forget every tool of one knowledge base (it was closed or deleted)."""
-        for key in [k for k in self._tools if k[0] == kb_key]:
-            del self._tools[key]
+    async def put(self, key: Hashable, value: T) -> None:
+        """Keep `value` under `key`, closing the one it replaces and any it evicts."""
+        old = self._open.get(key)
+        self._open[key] = value
+        self._open.move_to_end(key)
+        await self._close_all(([old] if old is not None and old is not value else [])
+                              + self._surplus())
 
-    def clear(self) -> None:
-        self._tools.clear()
+    async def open(self, key: Hashable, opener: Callable[[], Awaitable[T]]) -> T:
+        """The open one under `key`, or `opener()`'s, kept."""
+        found = self.get(key)
+        if found is not None:
+            return found
+        value = await opener()
+        raced = self._open.get(key)
+        if raced is not None:  # another task opened it meanwhile: one stays open, theirs
+            self._open.move_to_end(key)
+            await self._close_all([value])
+            return raced
+        await self.put(key, value)
+        return value
+
+    async def resize(self, maxsize: int) -> None:
+        """Room for `maxsize`; the least recently used beyond it are closed."""
+        if maxsize < 1:
+            raise ValueError("RecallToolCache needs room for at least one knowledge base")
+        self.maxsize = maxsize
+        await self._close_all(self._surplus())
+
+    async def discard(self, key: Hashable) -> None:
+        """Close and forget the one under `key` (no error when there is none)."""
+        found = self._open.pop(key, None)
+        if found is not None:
+            await self._close_all([found])
+
+    async def clear(self) -> None:
+        """Close and forget every one; a failing close is raised after the others closed."""
+        opened = list(self._open.values())
+        self._open.clear()
+        failure: BaseException | None = None
+        for value in opened:
+            try:
+                await value.close()
+            except Exception as exc:  # the others still close
+                failure = failure or exc
+        if failure is not None:
+            raise failure
+
+    def _surplus(self) -> list[T]:
+        surplus = []
+        while len(self._open) > self.maxsize:
+            surplus.append(self._open.popitem(last=False)[1])
+        return surplus
+
+    @staticmethod
+    async def _close_all(values: list[T]) -> None:
+        # Housekeeping: a close that fails must not fail the request that opened another.
+        for value in values:
+            try:
+                await value.close()
+            except Exception as exc:
+                logger.warning("closing an evicted knowledge base failed: %s", exc)
 
     def __len__(self) -> int:
-        return len(self._tools)
+        return len(self._open)
+
+    def __contains__(self, key: Hashable) -> bool:
+        return key in self._open
 
     def stats(self) -> CacheStats:
-        return CacheStats(self.hits, self.misses, len(self._tools), self.maxsize)
+        return CacheStats(self.hits, self.misses, len(self._open), self.maxsize)

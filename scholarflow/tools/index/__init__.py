@@ -6,6 +6,8 @@ import re
 
 from scholarflow.errors import InputError
 
+# The knowledge base of `ingest`/`search` without --kb, and of stored documents named
+# without one: the one definition.
 DEFAULT_KB = "default"
 _KB_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 

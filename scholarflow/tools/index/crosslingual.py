@@ -28,6 +28,7 @@ import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from scholarflow.language import HAN
 from scholarflow.tools.index.lexicon import lexicon
 from scholarflow.tools.index.tokenize import query_terms, tokenize
 
@@ -38,7 +39,7 @@ TRANSLATION_WEIGHT = 0.75
 MAX_ALTERNATIVES = 4
 CANDIDATES = 32
 
-_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
+_HAN = re.compile(f"[{HAN}]+")
 # Question and function words, not worth translating: they would match
 # most passages of the other language (NLTK's English list beyond the
 # tokenizer's own stopwords; a common Chinese list).

@@ -27,21 +27,20 @@ twice in score and bound, where the embedded index uses its own tokenizer
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from scholarflow.language import HAN_CHAR
 from scholarflow.tools.index.crosslingual import Group, LexicalQuery
 from scholarflow.tools.index.tokenize import is_cjk_pair
 
 FIELD = "text"
-_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 
 
 def _is_chinese(alternative: tuple[str, ...]) -> bool:
     # Chinese alternatives are index tokens already (bigrams or one character):
     # searched with `term`. English ones are words: analysed, with `match`.
-    return bool(_HAN.match(alternative[0]))
+    return bool(HAN_CHAR.match(alternative[0]))
 
 
 def statistics_documents(text: str, query: LexicalQuery) -> list[dict[str, Any]]:

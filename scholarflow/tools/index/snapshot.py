@@ -166,7 +166,8 @@ class Snapshot:
         header = {"embedder": self.embedder, "dim": self.dim,
                   "docs": sorted(self.doc_ranges.items(), key=lambda kv: kv[1])}
         self._file.save(path, header, {
-            "vocab": _bytes("\n".join(bm25.vocab)),  # in id order: ids only ever grow
+            # in id order: ids only ever grow
+            "vocab": snapshot_file.text_bytes("\n".join(bm25.vocab)),
             "rowids": self.rowids, "vectors": self.vectors, "lengths": bm25.lengths,
             "indptr": bm25.main.indptr, "docs": bm25.main.docs.astype(np.int32), "tf": bm25.main.tf,
         })
@@ -201,7 +202,3 @@ class Snapshot:
             doc_ranges={d: (a, b) for d, (a, b) in z["header"]["docs"]},
             _buffer=buffer, _saved=n,
         )
-
-
-def _bytes(text: str) -> npt.NDArray[np.uint8]:
-    return np.frombuffer(text.encode(), np.uint8)

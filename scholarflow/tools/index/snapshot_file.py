@@ -41,7 +41,7 @@ class SnapshotFile:
     def save(self, path: Path, header: dict[str, Any], arrays: dict[str, npt.NDArray[Any]]) -> None:
         """Start writing; a write already under way finishes first (a newer one replaces it)."""
         self.wait()
-        payload = {"header": _bytes(json.dumps({"format": CACHE_FORMAT, **header})), **arrays}
+        payload = {"header": text_bytes(json.dumps({"format": CACHE_FORMAT, **header})), **arrays}
         self._thread = threading.Thread(target=self._write, args=(path, payload),
                                         name=f"snapshot-save {path.parent.name}")
         self._thread.start()
@@ -119,5 +119,6 @@ def _read_rows(archive: zipfile.ZipFile, name: str, spare: float) -> npt.NDArray
     return buffer
 
 
-def _bytes(text: str) -> npt.NDArray[np.uint8]:
+def text_bytes(text: str) -> npt.NDArray[np.uint8]:
+    """`text` as UTF-8, in an array `save` can store (read back: `.tobytes().decode()`)."""
     return np.frombuffer(text.encode(), np.uint8)

@@ -48,9 +48,11 @@ import unicodedata
 
 import numpy as np
 
+from scholarflow.language import CJK
+
 # CJK ideographs, kana and compatibility ideographs: scripts written without
 # spaces, where a "word" has to be guessed from characters.
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_CJK = CJK
 # One findall gives (CJK run, "") or ("", word) pairs: far cheaper than a
 # Match object and .group() calls per token.
 _TOKEN = re.compile(
