@@ -38,7 +38,6 @@ import os
 import platform
 import statistics
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +45,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fanout import SUMMARY_QUERY, ServerProcess, make_documents
+from fanout_server import scripted_environment
 
 FAULTS = ("every3rd", "inflight", "inflight-small")
 
@@ -240,18 +240,9 @@ async def amain(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     # Each lost summary logs a warning; the table counts them, so keep stderr readable.
     logging.getLogger("scholarflow").setLevel(logging.ERROR)
-    home = tempfile.TemporaryDirectory(prefix="scholarflow-bench-")
-    os.environ["SCHOLARFLOW_HOME"] = str(Path(home.name) / "home")
-    os.environ["OPENAI_API_KEY"] = "sk-bench-not-a-real-key"
-    os.environ.pop("SCHOLARFLOW_MODEL", None)
     server = ServerProcess(args.latency)
-    server.start()
-    os.environ["OPENAI_BASE_URL"] = server.base_url
-    try:
+    async with scripted_environment(server):
         scenarios = await bench(args, server)
-    finally:
-        await server.aclose()
-        home.cleanup()
     print_report(scenarios, args, time.perf_counter() - started)
     return 0
 

@@ -33,7 +33,6 @@ import os
 import platform
 import statistics
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +42,7 @@ from typing import Any
 # but not when it is loaded by its path.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fanout_data import make_documents, words_reply
-from fanout_server import ServerProcess, ServerThread
+from fanout_server import ServerProcess, ServerThread, scripted_environment
 
 SUMMARY_RULE = "Condense the academic document"  # DOCUMENT_CONDENSED_SUMMARY_PROMPT
 SUMMARY_QUERY = "Summarize these papers"
@@ -302,18 +301,9 @@ def print_table(rows: list[Row], args: argparse.Namespace, total: float, where: 
 
 async def amain(args: argparse.Namespace) -> int:
     started = time.perf_counter()
-    home = tempfile.TemporaryDirectory(prefix="scholarflow-bench-")
-    os.environ["SCHOLARFLOW_HOME"] = str(Path(home.name) / "home")
-    os.environ["OPENAI_API_KEY"] = "sk-bench-not-a-real-key"
-    os.environ.pop("SCHOLARFLOW_MODEL", None)
     server: Any = ServerThread(args.latency) if args.in_process else ServerProcess(args.latency)
-    server.start()
-    os.environ["OPENAI_BASE_URL"] = server.base_url
-    try:
+    async with scripted_environment(server):
         rows = await bench(args, server)
-    finally:
-        await server.aclose()
-        home.cleanup()
     where = "in-process thread" if args.in_process else "subprocess"
     print_table(rows, args, time.perf_counter() - started, where)
     return 0

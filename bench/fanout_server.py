@@ -9,6 +9,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -105,3 +109,20 @@ class ServerThread:
 
     async def aclose(self) -> None:
         self.server.stop()
+
+
+@asynccontextmanager
+async def scripted_environment(server: Any) -> AsyncIterator[Any]:
+    """A bench's process pointed at `server` (started here) with a temporary home and a
+    dummy key; both are cleaned up after the block."""
+    home = tempfile.TemporaryDirectory(prefix="scholarflow-bench-")
+    os.environ["SCHOLARFLOW_HOME"] = str(Path(home.name) / "home")
+    os.environ["OPENAI_API_KEY"] = "sk-bench-not-a-real-key"
+    os.environ.pop("SCHOLARFLOW_MODEL", None)
+    server.start()
+    os.environ["OPENAI_BASE_URL"] = server.base_url
+    try:
+        yield server
+    finally:
+        await server.aclose()
+        home.cleanup()
