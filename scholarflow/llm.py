@@ -185,8 +185,9 @@ async def stream(
     too, as one message whose id is the result's `message_id`. Everything else stays
     hidden. `text_filter` rewrites the text before anyone sees it, so what streamed
     in any mode is exactly the result's `text`. Reasoning (`<think>` blocks and
-    `reasoning_content`) goes to `on_reasoning` only. A failure after text went out
-    is fatal: retrying would repeat what the reader already saw.
+    `reasoning_content`) goes to `on_reasoning` only. A failure after text went out to
+    a reader (`visible`, or an `on_text` of the caller's) is fatal: retrying would
+    repeat what the reader already saw; a `complete` call is simply retried.
     """
     model = chat_model(ctx)
     limit = max_tokens or answer_reserve(ctx)
