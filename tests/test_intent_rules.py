@@ -196,3 +196,15 @@ def test_long_paste_keeps_the_request_at_either_end() -> None:
     tail = classify_by_rules(passage + " 总结一下上面这段", has_documents=True)
     assert head.intent is Intent.LITERATURE_SUMMARY
     assert tail.intent is Intent.LITERATURE_SUMMARY
+
+
+@pytest.mark.parametrize("query", ["Could you go over the attention part of this?",
+                                   "Would you walk me through the second part of this?"])
+def test_a_you_question_beside_a_document_is_not_taken_as_chat(query: str) -> None:
+    # Seen with a real model (bench/real_model.py): the rules took the first as chat,
+    # unambiguously, so the attached paper was never read.
+    with_paper = classify_by_rules(query, has_documents=True)
+    assert with_paper.intent is not Intent.SIMPLE_INTERACTION or not with_paper.unambiguous
+    # A real chat cue still decides beside a document.
+    chat = classify_by_rules("Could you tell me a joke?", has_documents=True)
+    assert chat.intent is Intent.SIMPLE_INTERACTION and chat.unambiguous

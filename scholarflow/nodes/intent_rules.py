@@ -355,6 +355,11 @@ def classify_by_rules(query: str, *, has_documents: bool) -> RuleVerdict:
     """The rules' best guess for `query`; never fails, never does I/O."""
     query, text = _prepare(query)
     scores, cues, soft, work_asked = _score(text)
+    if has_documents and cues.get(S, (0.0, ""))[1] == "you" and not work_asked:
+        # "Could you go over the attention part of this?" with a paper attached is
+        # about the paper: a mere "you" is not chit-chat then (no cue decides).
+        soft, scores[S] = 0.0, 0.0
+        cues.pop(S)
     if soft and not work_asked:
         # Chit-chat and nothing else ("hi", "好的，谢谢"): the chat is the message.
         scores[S] += soft + _CHAT_ONLY_BONUS
