@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fanout import SUMMARY_QUERY, ServerProcess, make_documents
+from fanout import SUMMARY_QUERY, ServerProcess, make_documents, summary_run
 from fanout_server import scripted_environment
 
 FAULTS = ("every3rd", "inflight", "inflight-small")
@@ -110,18 +110,8 @@ async def one_run(graph: Any, server: ServerProcess, args: argparse.Namespace, f
     samples: list[int] = []
     stop = asyncio.Event()
     sampler = asyncio.create_task(sample_limit(lim, samples, stop))
-    done = lost = 0
-    final: dict[str, Any] = {}
     t0 = time.perf_counter()
-    async for ns, kind, chunk in graph.astream(
-        {"query": SUMMARY_QUERY, "document_contents": docs}, context=ctx,
-        stream_mode=["custom", "values"], subgraphs=True,
-    ):
-        if kind == "custom":
-            done += chunk.get("type") == "doc_summary_complete"
-            lost += chunk.get("type") == "doc_summary_error"
-        elif not ns:
-            final = chunk
+    done, lost, final = await summary_run(graph, docs, ctx)
     wall = time.perf_counter() - t0
     stop.set()
     await sampler

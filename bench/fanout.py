@@ -46,6 +46,23 @@ from fanout_server import ServerProcess, ServerThread, scripted_environment
 
 SUMMARY_RULE = "Condense the academic document"  # DOCUMENT_CONDENSED_SUMMARY_PROMPT
 SUMMARY_QUERY = "Summarize these papers"
+
+
+async def summary_run(graph: Any, docs: dict[str, str], ctx: Any,
+                      ) -> tuple[int, int, dict[str, Any]]:
+    """One multi-document summary run: (summaries done, summaries lost, final values)."""
+    done = lost = 0
+    final: dict[str, Any] = {}
+    async for ns, kind, chunk in graph.astream(
+        {"query": SUMMARY_QUERY, "document_contents": docs}, context=ctx,
+        stream_mode=["custom", "values"], subgraphs=True,
+    ):
+        if kind == "custom":
+            done += chunk.get("type") == "doc_summary_complete"
+            lost += chunk.get("type") == "doc_summary_error"
+        elif not ns:
+            final = chunk
+    return done, lost, final
 QA_QUERY = "What learning rate did they use?"
 
 # --------------------------------------------------------------------------- running

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fanout import SUMMARY_QUERY, SUMMARY_RULE, ServerProcess, make_documents
+from fanout import SUMMARY_QUERY, SUMMARY_RULE, ServerProcess, make_documents, summary_run
 from fanout_data import words_reply
 from fanout_server import scripted_environment
 
@@ -102,20 +102,12 @@ async def one_run(graph: Any, server: ServerProcess, args: argparse.Namespace, k
     in_flight: list[int] = []
     stop = asyncio.Event()
     sampler = asyncio.create_task(sample(lim, limits, in_flight, stop))
-    done = lost = 0
+    done = lost = 0  # a run that fails is a result too: counted as nothing done
     final: dict[str, Any] = {}
     t0 = time.perf_counter()
     try:
-        async for ns, kind, chunk in graph.astream(
-            {"query": SUMMARY_QUERY, "document_contents": docs}, context=ctx,
-            stream_mode=["custom", "values"], subgraphs=True,
-        ):
-            if kind == "custom":
-                done += chunk.get("type") == "doc_summary_complete"
-                lost += chunk.get("type") == "doc_summary_error"
-            elif not ns:
-                final = chunk
-    except Exception as exc:  # a run that failed is a result too
+        done, lost, final = await summary_run(graph, docs, ctx)
+    except Exception as exc:
         final = {"error": str(exc)}
     wall = time.perf_counter() - t0
     stop.set()

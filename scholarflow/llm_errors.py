@@ -56,14 +56,14 @@ def translate_api_error(
             + f": lower {MAX_CALLS_ENV} or wait and retry",
             retry_after=retry_after_seconds(exc.response.headers),
         )
-    if isinstance(exc, StallTimeoutError):
-        fix = f"raise {timeout_setting} or check the server" if timeout_setting else (
-            "check that the server is running and not overloaded")
-        what = ("stopped answering mid-reply for" if exc.started else "did not answer within")
-        return RetryableLLMError(f"the {kind} at {where} {what} {exc.waited:g} s{after}: {fix}")
+    # StallTimeoutError (no first token, or a gap, llm_watch.py) is an asyncio.TimeoutError.
     if isinstance(exc, openai.APITimeoutError | asyncio.TimeoutError | httpx.TimeoutException):
         fix = f"raise {timeout_setting} or check the server" if timeout_setting else (
             "check that the server is running and not overloaded")
+        if isinstance(exc, StallTimeoutError):
+            what = "stopped answering mid-reply for" if exc.started else "did not answer within"
+            return RetryableLLMError(
+                f"the {kind} at {where} {what} {exc.waited:g} s{after}: {fix}")
         return RetryableLLMError(
             f"the {kind} at {where} did not answer within {timeout:g} s{after}: {fix}")
     if isinstance(exc, openai.APIConnectionError | httpx.TransportError):

@@ -111,9 +111,3 @@ class ThinkSplitter:
             return Split(thought=held)
         return Split(answer=held if self.started else held.lstrip())
 
-
-def strip_thoughts(text: str, model_key: str = "") -> str:
-    """`text` without its thought blocks (a whole, non-streamed reply)."""
-    splitter = ThinkSplitter(model_key)
-    first, last = splitter.feed(text), splitter.flush()
-    return first.answer + last.answer

@@ -12,7 +12,7 @@ import pytest
 
 from scholarflow import Context, reasoning
 from scholarflow.llm_model import ReasoningChatOpenAI
-from scholarflow.reasoning import ThinkSplitter, strip_thoughts
+from scholarflow.reasoning import ThinkSplitter
 from scholarflow.testing import FakeOpenAIServer
 from tests.conftest import INTENT_RULE, paper
 from tests.test_messages_stream import assert_only_the_answer_streams, stream
@@ -81,9 +81,10 @@ def test_an_unclosed_thought_is_never_answer() -> None:
     assert answer == "" and thought.startswith("I am still")
 
 
-def test_strip_thoughts_of_a_whole_reply_for_json_parsing() -> None:
+def test_a_whole_reply_split_in_one_piece_parses_as_json() -> None:
     reply = '<think>They want the intent.</think>\n{"intent": "LITERATURE_QA"}'
-    assert json.loads(strip_thoughts(reply, "json-model")) == {"intent": "LITERATURE_QA"}
+    answer, thought = _split([reply], key="json-model")
+    assert json.loads(answer) == {"intent": "LITERATURE_QA"} and thought.startswith("They")
 
 
 def _sse(deltas: list[dict[str, Any]]) -> bytes:
