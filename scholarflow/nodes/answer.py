@@ -25,7 +25,7 @@ from scholarflow.empty_answer import require_text
 from scholarflow.errors import ConfigurationError, ScholarflowError
 from scholarflow.events import Thinking, emit, node_complete
 from scholarflow.intents import Intent
-from scholarflow.language import answer_language
+from scholarflow.language import answer_language, question_turn
 from scholarflow.nodes.attribution import AttributingFilter
 from scholarflow.nodes.citations import (
     format_chunks,
@@ -94,11 +94,12 @@ class _Answerer:
         self.first_attempt = first_attempt
         self.query = state["question"]
         self.language = answer_language(self.query)
+        self.turn = question_turn(self.query)  # the prompt's last user message
         # History may take at most half the prompt (the documents matter more), and
         # never the minimum room the material needs.
         history_room = min(
             prompt_budget(ctx) // 2,
-            prompt_budget(ctx) - count_message_tokens([self.query]) - _TEMPLATE_TOKENS
+            prompt_budget(ctx) - count_message_tokens([self.turn]) - _TEMPLATE_TOKENS
             - 2 * MESSAGE_OVERHEAD_TOKENS - MIN_MATERIAL_TOKENS,
         )
         self.history = history_messages(state, "answer", max(history_room, 0))
@@ -113,7 +114,7 @@ class _Answerer:
 
     def room(self, template: PromptTemplate, history: bool, **extra: str) -> int:
         """Tokens left for the material in `template` once everything else is counted."""
-        turns = [self.fill(template, "", **extra), self.query,
+        turns = [self.fill(template, "", **extra), self.turn,
                  *(c for _, c in self.history if history)]
         return prompt_budget(self.ctx) - count_message_tokens(turns) - MESSAGE_OVERHEAD_TOKENS
 
@@ -137,7 +138,7 @@ class _Answerer:
         """
         if self.first_attempt:  # a retry must not close the thinking block again
             self.thinking.end()
-        prompt = [("system", system), *self.history, ("user", self.query)]
+        prompt = [("system", system), *self.history, ("user", self.turn)]
         result = await llm.stream(
             self.ctx, prompt, node=NODE, visible=True, text_filter=citations,
             on_text=lambda text: emit("answer_chunk", content=text),

@@ -11,7 +11,7 @@ from scholarflow.budget import prompt_budget
 from scholarflow.context import Context, first_attempt, get_context
 from scholarflow.empty_answer import require_text
 from scholarflow.events import Thinking, emit, node_complete
-from scholarflow.language import answer_language, is_chinese
+from scholarflow.language import answer_language, is_chinese, question_turn
 from scholarflow.nodes.chat_web import WebMaterial, search_for_chat
 from scholarflow.nodes.citations import CitationFilter
 from scholarflow.nodes.common import history_messages
@@ -29,16 +29,17 @@ async def simple_interaction(state: State, runtime: Runtime[Context]) -> dict[st
     web: WebMaterial | None = None
     citations: CitationFilter | None = None
     language = answer_language(query)
+    turn = question_turn(query)
     if state.get("web_search"):
         # The results may take what the question and instructions leave, less room for history.
         bare = SIMPLE_INTERACTION_PROMPT.format(extra="", language=language)
-        left = prompt_budget(ctx) - count_message_tokens([bare, query])
+        left = prompt_budget(ctx) - count_message_tokens([bare, turn])
         web = await search_for_chat(ctx, query, thinking, max_tokens=left * 3 // 4)
         if web.results:
             citations = CitationFilter(range(1, len(web.results) + 1))
     system = SIMPLE_INTERACTION_PROMPT.format(extra=web.prompt if web else "", language=language)
-    room = prompt_budget(ctx) - count_message_tokens([system, query])
-    prompt = [("system", system), *history_messages(state, "chat", room), ("user", query)]
+    room = prompt_budget(ctx) - count_message_tokens([system, turn])
+    prompt = [("system", system), *history_messages(state, "chat", room), ("user", turn)]
     if first_attempt(runtime):  # a retry must not close the thinking block again
         thinking.end()
     # The citation filter and the web note run inside llm.stream, before the text goes

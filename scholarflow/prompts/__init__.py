@@ -1,6 +1,8 @@
 """Every prompt template, as constants with validated variables."""
 
 from scholarflow.prompts.answer import (
+    ANSWER_IN_CHINESE,
+    ANSWER_IN_ENGLISH,
     LITERATURE_QA_PROMPT,
     MULTI_DOC_SUMMARY_FINAL_MERGE_PROMPT,
     MULTI_DOC_SUMMARY_PROMPT,
@@ -35,6 +37,8 @@ from scholarflow.prompts.recall import (
 from scholarflow.prompts.summary import DOCUMENT_CONDENSED_SUMMARY_PROMPT
 
 __all__ = [
+    "ANSWER_IN_CHINESE",
+    "ANSWER_IN_ENGLISH",
     "CITED_MATERIAL_PROMPT",
     "DOCUMENT_CONDENSED_SUMMARY_PROMPT",
     "INTENT_RECOGNITION_PROMPT",

@@ -2,6 +2,12 @@
 
 from scholarflow.prompts.base import prompt
 
+# Repeated after the question, in the question's own language: a small model that reads
+# a long English prompt forgets the system prompt's language rule (seen with
+# Qwen2.5-1.5B: a Chinese critique of an English paper answered in English).
+ANSWER_IN_CHINESE = prompt("ANSWER_IN_CHINESE", "（请用简体中文回答。）")
+ANSWER_IN_ENGLISH = prompt("ANSWER_IN_ENGLISH", "(Answer in English.)")
+
 _RULES = """
 Ground every statement in the material above; when it does not say, say so plainly \
 instead of guessing. Write your answer in {language}, in Markdown."""

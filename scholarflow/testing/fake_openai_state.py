@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from scholarflow.language import HAN
+from scholarflow.prompts import ANSWER_IN_CHINESE, ANSWER_IN_ENGLISH
 
 Mode = Literal["echo", "extractive"]
 MODES: tuple[Mode, ...] = ("echo", "extractive")
@@ -300,6 +301,13 @@ def _select(messages: list[Any], role: str) -> str:
     return "\n".join(content_text(m) for m in messages if _role(m) == role)
 
 
+def asked(turn: str) -> str:
+    """The question of an answer prompt's user turn, without the language reminder after it."""
+    for reminder in (ANSWER_IN_CHINESE, ANSWER_IN_ENGLISH):
+        turn = turn.removesuffix("\n\n" + reminder.format())
+    return turn
+
+
 def last_user_text(messages: list[Any]) -> str:
     for message in reversed(messages):
         if _role(message) == "user":
@@ -308,7 +316,7 @@ def last_user_text(messages: list[Any]) -> str:
 
 
 def default_reply(mode: Mode, messages: list[Any]) -> str:
-    question = last_user_text(messages)
+    question = asked(last_user_text(messages))
     if mode == "extractive":
         answer = extractive_reply(messages, question)
         if answer:
