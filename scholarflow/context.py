@@ -1,84 +1,45 @@
 """Runtime configuration: the graph's `context_schema`.
 
 Every field has the default of DESIGN.md. Secrets and endpoints left unset
-are read from the environment when the context is built; a value the caller
-passed is never overridden. The context is not part of the state, so the API
-key never reaches checkpoints, sessions or events.
+come from the process's settings (settings.py: the environment) when the
+context is built; a value the caller passed is never overridden. The context
+is not part of the state, so the API key never reaches checkpoints, sessions
+or events.
 """
 
 from __future__ import annotations
 
 import difflib
 import math
-import os
 from dataclasses import MISSING, Field, dataclass, field, fields, make_dataclass
 from functools import cache
 from types import UnionType
 from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from scholarflow.endpoints import check_endpoints
-from scholarflow.errors import ConfigurationError, InvalidContextError
+from scholarflow.errors import InvalidContextError
+from scholarflow.settings import (
+    DEFAULT_LLM_TIMEOUT_SECONDS,
+    DEFAULT_MAX_CONCURRENT_LLM_CALLS,
+    DEFAULT_MODEL,
+    Settings,
+    get_settings,
+    revealed,
+)
 
 if TYPE_CHECKING:  # annotations only: `sessions`, `--help` and bad requests skip langgraph
     from langgraph.runtime import Runtime
 
-DEFAULT_MODEL = "gpt-4o-mini"
-DEFAULT_MAX_CONCURRENT_LLM_CALLS = 10
-# Process settings from the environment: how a LangGraph server's operator sets them.
-MAX_CALLS_ENV = "SCHOLARFLOW_MAX_CONCURRENT_LLM_CALLS"
-ADAPTIVE_ENV = "SCHOLARFLOW_ADAPTIVE_LLM_LIMIT"
-LLM_TIMEOUT_ENV = "SCHOLARFLOW_LLM_TIMEOUT"
-DEFAULT_LLM_TIMEOUT_SECONDS = 120.0
-MAX_CONTEXT_ENV = "SCHOLARFLOW_MAX_CONTEXT_TOKENS"
+# The variables behind the fields' defaults (settings.py), as messages name them.
+MAX_CALLS_ENV = Settings.max_concurrent_llm_calls.env
+ADAPTIVE_ENV = Settings.adaptive_llm_limit.env
+LLM_TIMEOUT_ENV = Settings.llm_timeout_seconds.env
+MAX_CONTEXT_ENV = Settings.max_context_tokens.env
 DEFAULT_MAX_CONTEXT_TOKENS = 128_000  # DESIGN.md's window, when nobody says otherwise
 
 
 def _doc(text: str) -> Any:
     return {"description": text}
-
-
-def _env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    if not raw.isdigit() or int(raw) < 1:
-        raise ConfigurationError(f"{name} must be a whole number of at least 1, not {raw!r}")
-    return int(raw)
-
-
-def _env_seconds(name: str, default: float) -> float:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value < float("inf"):  # also refuses nan
-        raise ConfigurationError(f"{name} must be a number of seconds above 0, like 120 or "
-                                 f"0.5, not {raw!r}: fix or unset {name}")
-    return value
-
-
-def _env_window() -> int | None:
-    """$SCHOLARFLOW_MAX_CONTEXT_TOKENS, or None: unset, the server's report decides."""
-    raw = os.environ.get(MAX_CONTEXT_ENV, "").strip()
-    if not raw:
-        return None
-    if not raw.isdigit() or int(raw) < 1:
-        raise ConfigurationError(f"{MAX_CONTEXT_ENV} must be the model's context window in "
-                                 f"tokens, a whole number like 8192, not {raw!r}: fix or unset "
-                                 f"{MAX_CONTEXT_ENV}")
-    return int(raw)
-
-
-def _env_flag(name: str, *, default: bool) -> bool:
-    raw = os.environ.get(name, "").strip().lower()
-    if not raw:
-        return default
-    if raw not in {"0", "1", "true", "false"}:
-        raise ConfigurationError(f"{name} must be 0 or 1, not {raw!r}")
-    return raw in {"1", "true"}
 
 
 @dataclass(kw_only=True)
@@ -100,7 +61,7 @@ class Context:
         metadata=_doc("API key. Default: $OPENAI_API_KEY. Never stored anywhere."),
     )
     max_context_tokens: int | None = field(
-        default_factory=_env_window,
+        default_factory=lambda: get_settings().max_context_tokens,
         metadata={**_doc(f"The model's context window, in tokens. Default: ${MAX_CONTEXT_ENV}, "
                          "else the window the server reports (llama.cpp /props, vLLM "
                          f"max_model_len, Ollama num_ctx), else {DEFAULT_MAX_CONTEXT_TOKENS}."),
@@ -127,12 +88,12 @@ class Context:
                       "available budget is read whole (full_content)."),
     )
     max_concurrent_llm_calls: int = field(
-        default_factory=lambda: _env_int(MAX_CALLS_ENV, DEFAULT_MAX_CONCURRENT_LLM_CALLS),
+        default_factory=lambda: get_settings().max_concurrent_llm_calls,
         metadata=_doc(f"Process-wide cap on LLM calls in flight. Default: ${MAX_CALLS_ENV}, "
                       f"else {DEFAULT_MAX_CONCURRENT_LLM_CALLS}."),
     )
     adaptive_llm_limit: bool = field(
-        default_factory=lambda: _env_flag(ADAPTIVE_ENV, default=True),
+        default_factory=lambda: get_settings().adaptive_llm_limit,
         metadata=_doc("On a 429, halve the LLM calls in flight and grow back by one per "
                       "success, within [1, max_concurrent_llm_calls]; off: a fixed cap. "
                       f"Default: ${ADAPTIVE_ENV} (0 or 1), else on."),
@@ -141,7 +102,7 @@ class Context:
         default=3, metadata=_doc("LLM attempts when it answers with an invalid intent.")
     )
     llm_timeout_seconds: float = field(
-        default_factory=lambda: _env_seconds(LLM_TIMEOUT_ENV, DEFAULT_LLM_TIMEOUT_SECONDS),
+        default_factory=lambda: get_settings().llm_timeout_seconds,
         metadata=_doc("Seconds an LLM call may wait for its first token (more for long "
                       "prompts, and while our other calls to the server stream) and between "
                       "two tokens; a long reply that keeps streaming never times out. "
@@ -184,18 +145,20 @@ class Context:
     )
 
     def __post_init__(self) -> None:
+        settings = get_settings()  # fills what the caller left unset, never what it passed
         if self.model_name is None:
-            self.model_name = os.environ.get("SCHOLARFLOW_MODEL") or DEFAULT_MODEL
+            self.model_name = settings.model
         if self.openai_api_base is None:
-            self.openai_api_base = os.environ.get("OPENAI_BASE_URL") or None
+            self.openai_api_base = settings.openai_base_url
         if self.openai_api_key is None:
-            self.openai_api_key = os.environ.get("OPENAI_API_KEY") or None
+            self.openai_api_key = revealed(settings.openai_api_key)
         if self.search_engine is None:
-            only_bocha = os.environ.get("BOCHA_API_KEY") and not os.environ.get("TAVILY_API_KEY")
+            only_bocha = settings.bocha_api_key and not settings.tavily_api_key
             self.search_engine = "bocha" if only_bocha else "tavily"
         if self.search_engine_api_key is None:
-            env = "TAVILY_API_KEY" if self.search_engine == "tavily" else "BOCHA_API_KEY"
-            self.search_engine_api_key = os.environ.get(env) or None
+            key = (settings.tavily_api_key if self.search_engine == "tavily"
+                   else settings.bocha_api_key)
+            self.search_engine_api_key = revealed(key)
         self._validate()
 
     def _validate(self) -> None:

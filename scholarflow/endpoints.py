@@ -7,14 +7,13 @@ raised when the context is built: never retried, and nothing is sent.
 
 from __future__ import annotations
 
-import os
 from urllib.parse import urlsplit
 
 from scholarflow.errors import ConfigurationError
+from scholarflow.settings import Settings, get_settings
 
-OPENAI_BASE_URL_ENV = "OPENAI_BASE_URL"
-EMBEDDING_MODEL_ENV = "SCHOLARFLOW_EMBEDDING_MODEL"
-EMBEDDING_BASE_URL_ENV = "SCHOLARFLOW_EMBEDDING_BASE_URL"
+OPENAI_BASE_URL_ENV = Settings.openai_base_url.env
+EMBEDDING_BASE_URL_ENV = Settings.embedding_base_url.env
 EXAMPLE = "http://localhost:8000/v1"
 
 
@@ -45,17 +44,18 @@ def check_endpoint(url: str, setting: str) -> str:
 
 def base_url_setting(base_url: str | None) -> str:
     """Which setting a chat endpoint came from: the variable, or the context's field."""
-    env = os.environ.get(OPENAI_BASE_URL_ENV, "").strip()
-    same = not base_url or base_url.strip() == env
+    same = not base_url or base_url.strip() == (get_settings().openai_base_url or "")
     return OPENAI_BASE_URL_ENV if same else "openai_api_base"
 
 
 def embedding_base_url() -> tuple[str | None, str]:
     """The embeddings endpoint and the variable it came from
     (SCHOLARFLOW_EMBEDDING_BASE_URL, else OPENAI_BASE_URL)."""
-    for name in (EMBEDDING_BASE_URL_ENV, OPENAI_BASE_URL_ENV):
-        if value := os.environ.get(name, "").strip():
-            return value, name
+    settings = get_settings()
+    if settings.embedding_base_url:
+        return settings.embedding_base_url, EMBEDDING_BASE_URL_ENV
+    if settings.openai_base_url:
+        return settings.openai_base_url, OPENAI_BASE_URL_ENV
     return None, EMBEDDING_BASE_URL_ENV
 
 
@@ -63,7 +63,7 @@ def check_endpoints(openai_api_base: str | None) -> None:
     """Check the chat endpoint and, when an embeddings model is set, its endpoint."""
     if openai_api_base:
         check_endpoint(openai_api_base, base_url_setting(openai_api_base))
-    if os.environ.get(EMBEDDING_MODEL_ENV, "").strip():
+    if get_settings().embedding_model:
         url, name = embedding_base_url()
         if url:
             check_endpoint(url, name)

@@ -37,7 +37,7 @@ from langgraph.constants import TAG_NOSTREAM
 from langgraph.types import RetryPolicy
 
 from scholarflow.budget import answer_reserve
-from scholarflow.context import DEFAULT_MAX_CONCURRENT_LLM_CALLS, MAX_CALLS_ENV, Context
+from scholarflow.context import MAX_CALLS_ENV, Context
 from scholarflow.errors import (
     CutOffLLMError,
     FatalLLMError,
@@ -54,6 +54,7 @@ from scholarflow.llm_relay import AnswerRelay
 from scholarflow.llm_watch import StallWatch
 from scholarflow.prompt_guard import check_prompt
 from scholarflow.reasoning import Split, ThinkSplitter, saw_thought, thinks
+from scholarflow.settings import DEFAULT_MAX_CONCURRENT_LLM_CALLS
 from scholarflow.state import LLMUsage
 from scholarflow.tokens import count_message_tokens, count_tokens
 
