@@ -30,11 +30,11 @@ from scholarflow.sessions.services import (
     DATABASE_URL_ENV,
     POSTGRES_SCHEMES,
     check_scheme,
-    env_url,
     failed,
     redact_url,
 )
 from scholarflow.sessions.sqlite import DAMAGED_CODES, damaged_file
+from scholarflow.settings import get_settings
 
 if TYPE_CHECKING:
     import psycopg
@@ -72,7 +72,7 @@ async def open_checkpointer() -> AsyncIterator[BaseCheckpointSaver[str]]:
     Raises BackendUnavailableError naming SCHOLARFLOW_DATABASE_URL when the
     PostgreSQL it names cannot be reached.
     """
-    url = env_url(DATABASE_URL_ENV)
+    url = get_settings().database_url
     if url is None:
         async with _sqlite_saver() as saver:
             yield saver

@@ -183,9 +183,9 @@ async def reclaim_space() -> None:
     (after deletes); once the checkpointer is closed: VACUUM cannot run beside its open
     statements. Best effort."""
     from scholarflow.checkpoints import checkpoints_path
-    from scholarflow.sessions.services import DATABASE_URL_ENV, env_url
+    from scholarflow.settings import get_settings
 
-    if env_url(DATABASE_URL_ENV) is None:
+    if get_settings().database_url is None:
         with contextlib.suppress(Exception):  # busy (another process is in it): next time
             await asyncio.to_thread(_vacuum, checkpoints_path())
 

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from scholarflow.errors import ConfigurationError
 from scholarflow.sessions.postgres_db import connect, open_pool, saver_settings
-from scholarflow.sessions.services import DATABASE_URL_ENV, POSTGRES_SCHEMES, check_scheme, env_url
+from scholarflow.sessions.services import DATABASE_URL_ENV, POSTGRES_SCHEMES, check_scheme
+from scholarflow.settings import get_settings
 
 POOL_MAX_SIZE = 4  # AsyncPostgresSaver serialises its queries; the pool is for reconnecting
 CONNECT_TIMEOUT_SECONDS = 10
@@ -36,7 +37,7 @@ _EXAMPLE = "postgresql://postgres@127.0.0.1:5432/test"
 
 def database_url() -> str:
     """SCHOLARFLOW_DATABASE_URL, checked; a ConfigurationError naming it when unset or wrong."""
-    url = env_url(DATABASE_URL_ENV)
+    url = get_settings().database_url
     if url is None:
         raise ConfigurationError(
             f"{DATABASE_URL_ENV} is not set: langgraph.postgres.json keeps checkpoints in "

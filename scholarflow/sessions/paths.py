@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from scholarflow.errors import ConfigurationError
+from scholarflow.settings import Settings, get_settings
 
-HOME_ENV = "SCHOLARFLOW_HOME"
-DEFAULT_HOME = Path(".scholarflow")
+HOME_ENV = Settings.home.env
 DATABASE_FILENAME = "scholarflow.db"
 
 
@@ -18,8 +17,7 @@ def home_path() -> Path:
     Async code uses this: creating the folder is file I/O, which the caches
     do in their worker thread.
     """
-    raw = os.environ.get(HOME_ENV, "").strip()
-    return Path(raw).expanduser() if raw else DEFAULT_HOME
+    return get_settings().home
 
 
 def home_dir() -> Path:
@@ -53,7 +51,7 @@ def _not_a_folder(path: Path) -> ConfigurationError:
     """The error for a file where a folder must be: which file, and what to do."""
     home = home_path()
     blocking = next((p for p in [path, *path.parents] if p.exists() and not p.is_dir()), path)
-    setting = f"{HOME_ENV}={home}" if os.environ.get(HOME_ENV, "").strip() else (
+    setting = f"{HOME_ENV}={home}" if get_settings().is_set(Settings.home) else (
         f"the data folder {home} ({HOME_ENV} is unset)")
     if blocking == home:
         return ConfigurationError(f"{setting} is a file, not a folder: point {HOME_ENV} at a "

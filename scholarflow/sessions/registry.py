@@ -8,7 +8,7 @@
 
 The sessions are not here: they are LangGraph threads, in the checkpointer
 (scholarflow/checkpoints.py). One cache per configuration, so every run in the
-process shares the same connections; the variables are read at each call, so
+process shares the same connections; the settings are read at each call, so
 a changed environment (a test, a new server configuration) takes effect.
 """
 
@@ -20,15 +20,16 @@ from scholarflow.sessions.cache import SqliteSummaryCache, SummaryCache
 from scholarflow.sessions.paths import DATABASE_FILENAME, home_path
 from scholarflow.sessions.postgres_cache import PostgresSummaryCache
 from scholarflow.sessions.redis_cache import RedisSummaryCache
-from scholarflow.sessions.services import DATABASE_URL_ENV, REDIS_URL_ENV, env_url
+from scholarflow.settings import get_settings
 
 _caches: dict[tuple[str, str], SummaryCache] = {}
 
 
 def summary_cache() -> SummaryCache:
-    if url := env_url(REDIS_URL_ENV):
+    settings = get_settings()
+    if url := settings.redis_url:
         return _one(("redis", url), lambda: RedisSummaryCache(url))
-    if pg_url := env_url(DATABASE_URL_ENV):
+    if pg_url := settings.database_url:
         return _one(("postgresql", pg_url), lambda: PostgresSummaryCache(pg_url))
     path = home_path() / DATABASE_FILENAME
     return _one(("sqlite", str(path)), lambda: SqliteSummaryCache(path))

@@ -15,18 +15,15 @@ import re
 from urllib.parse import unquote, urlsplit
 
 from scholarflow.errors import BackendUnavailableError, ConfigurationError
+from scholarflow.settings import SETTINGS, Settings, get_settings
 
-DATABASE_URL_ENV = "SCHOLARFLOW_DATABASE_URL"
-REDIS_URL_ENV = "SCHOLARFLOW_REDIS_URL"
-ES_URL_ENV = "SCHOLARFLOW_ES_URL"
-RECALL_API_URL_ENV = "SCHOLARFLOW_RECALL_API_URL"
+DATABASE_URL_ENV = Settings.database_url.env
+REDIS_URL_ENV = Settings.redis_url.env
+ES_URL_ENV = Settings.es_url.env
+RECALL_API_URL_ENV = Settings.recall_api_url.env
 # Every variable whose URL may carry a password: their secrets are scrubbed from every
 # error line, whichever code failed, since a library's message may quote the URL.
-SECRET_URL_ENVS = (
-    DATABASE_URL_ENV, REDIS_URL_ENV, ES_URL_ENV, RECALL_API_URL_ENV,
-    "OPENAI_BASE_URL", "SCHOLARFLOW_EMBEDDING_BASE_URL", "SCHOLARFLOW_RERANK_BASE_URL",
-    "SCHOLARFLOW_TAVILY_URL", "SCHOLARFLOW_BOCHA_URL",
-)
+SECRET_URL_ENVS = tuple(setting.env for setting in SETTINGS if setting.url)
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 REDIS_SCHEMES = ("redis", "rediss", "unix")
 _SECRET_PARAMS = {"password", "passwd", "sslpassword"}
@@ -40,11 +37,6 @@ _QUERY_PARAM = re.compile(r"[?&;]([^=&#]*)=([^&#]*)")
 # Drivers split a malformed URL at these: any piece of a password may be quoted alone.
 _URL_DELIMITERS = re.compile(r"[@/:?#&=]")
 _SHORT_SECRET = 4  # shorter pieces are scrubbed only as whole words: "e" is in every message
-
-
-def env_url(name: str) -> str | None:
-    """The variable's value, stripped; None when unset or blank."""
-    return os.environ.get(name, "").strip() or None
 
 
 def _userinfo(url: str) -> str | None:
@@ -91,9 +83,8 @@ def scrub(text: str, url: str) -> str:
 
 def scrub_env_urls(text: str) -> str:
     """`text` without any secret of the URLs in SECRET_URL_ENVS."""
-    for name in SECRET_URL_ENVS:
-        if url := env_url(name):
-            text = scrub(text, url)
+    for url in get_settings().urls():
+        text = scrub(text, url)
     return text
 
 
