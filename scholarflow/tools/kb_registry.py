@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import os
 import weakref
 
 from scholarflow.errors import NotSupportedError
+from scholarflow.settings import Settings, get_settings
 from scholarflow.tools.embeddings import Embedder, default_embedder
 from scholarflow.tools.index import DEFAULT_KB, check_kb_name
 from scholarflow.tools.index.embedded import (
@@ -39,7 +39,7 @@ __all__ = [
     "open_stats",
 ]
 
-ES_URL_ENV = "SCHOLARFLOW_ES_URL"
+ES_URL_ENV = Settings.es_url.env
 
 # Keyed by an embedded index's folder, or by (Elasticsearch URL, name, embedder name).
 _open: RecallToolCache[KnowledgeBase] = RecallToolCache()
@@ -55,7 +55,7 @@ async def open_knowledge_base(
     the one it was built with (EmbedderMismatchError).
     """
     check_kb_name(name)
-    if url := os.environ.get(ES_URL_ENV, "").strip():
+    if url := get_settings().es_url:
         from scholarflow.tools.index.elastic import ElasticsearchKnowledgeBase
 
         # One client per knowledge base and process, as for the embedded index.
@@ -95,7 +95,7 @@ def loop_lock(name: str = "open") -> asyncio.Lock:
 
 async def list_knowledge_bases() -> list[str]:
     """The names of the knowledge bases there are, sorted."""
-    if os.environ.get(ES_URL_ENV, "").strip():
+    if get_settings().es_url:
         module = importlib.import_module("scholarflow.tools.index.elastic")
         lister = getattr(module.ElasticsearchKnowledgeBase, "list_names", None)
         if lister is None:

@@ -13,19 +13,19 @@ service instead.
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from scholarflow.context import Context
 from scholarflow.documents import document_from_text
+from scholarflow.settings import Settings, get_settings
 from scholarflow.state import DocumentInfo, State
 from scholarflow.tools.index import DEFAULT_KB as DEFAULT_KB  # re-exported: nodes/request.py
 from scholarflow.tools.kb import KnowledgeBase, Retriever
 
 DIRECT_KB = "_direct"
-RECALL_API_ENV = "SCHOLARFLOW_RECALL_API_URL"
+RECALL_API_ENV = Settings.recall_api_url.env
 # Emptied whole, not per document: the index has no delete. Room for two of the
 # largest files `ask --file` takes (20 MB of text), or hundreds of papers.
 SCRATCH_MAX_BYTES = 256 * 1024 * 1024
@@ -55,7 +55,7 @@ async def prepare_recall(state: State) -> None:
     kb, _doc_ids, direct = recall_scope(state.get("knowledge_base"),
                                         state.get("selected_doc_ids") or [],
                                         state.get("documents") or [], contents)
-    if kb and (url := os.environ.get(RECALL_API_ENV)):
+    if kb and (url := get_settings().recall_api_url):
         from scholarflow.tools.recall_api import HttpRecallRetriever
 
         HttpRecallRetriever(url, [kb])  # a malformed URL fails here, before any LLM call
@@ -133,7 +133,7 @@ async def retriever_for(kb: str, doc_id: str | None, ctx: Context) -> Retriever:
     With the recall API configured, stored documents are searched there; the
     documents given directly are in no external index, so the scratch one is local.
     """
-    url = os.environ.get(RECALL_API_ENV)
+    url = get_settings().recall_api_url
     if url and kb != DIRECT_KB:
         from scholarflow.tools.recall_api import HttpRecallRetriever
 

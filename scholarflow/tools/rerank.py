@@ -32,7 +32,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import os
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -42,11 +41,12 @@ from typing import Any
 
 import httpx
 
+from scholarflow.settings import Settings, get_settings, revealed
 from scholarflow.tools.index.tokenize import query_terms, tokenize
 from scholarflow.tools.kb import RecalledChunk
 
-MODEL_ENV = "SCHOLARFLOW_RERANK_MODEL"
-BASE_URL_ENV = "SCHOLARFLOW_RERANK_BASE_URL"
+MODEL_ENV = Settings.rerank_model.env
+BASE_URL_ENV = Settings.rerank_base_url.env
 TIMEOUT_SECONDS = 30.0
 # Blend of the local re-scoring: half first stage, half lexical evidence.
 FIRST_STAGE_WEIGHT = 0.5
@@ -63,17 +63,13 @@ async def rerank(
     """The `top_n` best chunks, best first, scored by the reranker."""
     if not chunks or top_n <= 0:
         return []
-    model = os.environ.get(MODEL_ENV, "").strip()
-    if model:
-        base = (
-            os.environ.get(BASE_URL_ENV, "").strip()
-            or os.environ.get("OPENAI_BASE_URL", "").strip()
-        )
-        if base:
+    settings = get_settings()
+    if model := settings.rerank_model:
+        if base := settings.rerank_base_url or settings.openai_base_url:
             try:
                 return await rerank_remote(
                     query, chunks, top_n=top_n, model=model, base_url=base,
-                    api_key=os.environ.get("OPENAI_API_KEY") or None,
+                    api_key=revealed(settings.openai_api_key),
                 )
             except RerankEndpointError as exc:
                 log.warning("%s; reranking locally instead", exc)

@@ -12,7 +12,6 @@ https://api.bochaai.com, the request goes to `{url}/v1/web-search`).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -21,12 +20,9 @@ import httpx
 
 from scholarflow.context import Context
 from scholarflow.errors import ConfigurationError, ScholarflowError
+from scholarflow.settings import DEFAULT_BOCHA_URL, DEFAULT_TAVILY_URL, Settings, get_settings
 
-TAVILY_URL_ENV = "SCHOLARFLOW_TAVILY_URL"
-BOCHA_URL_ENV = "SCHOLARFLOW_BOCHA_URL"
-TAVILY_DEFAULT_URL = "https://api.tavily.com"
-BOCHA_DEFAULT_URL = "https://api.bochaai.com"
-KEY_ENV = {"tavily": "TAVILY_API_KEY", "bocha": "BOCHA_API_KEY"}
+KEY_ENV = {"tavily": Settings.tavily_api_key.env, "bocha": Settings.bocha_api_key.env}
 ENGINE_NAMES = {"tavily": "Tavily", "bocha": "Bocha"}
 TIMEOUT_SECONDS = 15.0  # a chat waits for this; read at call time so tests can shorten it
 MAX_QUERY_CHARS = 400  # Tavily rejects longer queries; a question this long is not a query
@@ -73,15 +69,8 @@ def search_backend(ctx: Context) -> SearchBackend:
             f"no {ENGINE_NAMES[engine]} API key: set {KEY_ENV[engine]} to search the web"
         )
     if engine == "tavily":
-        return TavilyBackend(key, _endpoint(TAVILY_URL_ENV, TAVILY_DEFAULT_URL))
-    return BochaBackend(key, _endpoint(BOCHA_URL_ENV, BOCHA_DEFAULT_URL))
-
-
-def _endpoint(env: str, default: str) -> str:
-    url = os.environ.get(env, "").strip().rstrip("/") or default
-    if not url.startswith(("http://", "https://")):
-        raise ConfigurationError(f"{env} must be an http(s) URL, not {url!r}")
-    return url
+        return TavilyBackend(key, get_settings().tavily_url)
+    return BochaBackend(key, get_settings().bocha_url)
 
 
 class TavilyBackend:
@@ -89,7 +78,7 @@ class TavilyBackend:
 
     name = "Tavily"
 
-    def __init__(self, api_key: str, base_url: str = TAVILY_DEFAULT_URL) -> None:
+    def __init__(self, api_key: str, base_url: str = DEFAULT_TAVILY_URL) -> None:
         self._key = api_key
         self._base_url = base_url
 
@@ -126,7 +115,7 @@ class BochaBackend:
 
     name = "Bocha"
 
-    def __init__(self, api_key: str, base_url: str = BOCHA_DEFAULT_URL) -> None:
+    def __init__(self, api_key: str, base_url: str = DEFAULT_BOCHA_URL) -> None:
         self._key = api_key
         self._url = f"{base_url}/v1/web-search"
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -14,6 +13,7 @@ from elasticsearch import ApiError, AsyncElasticsearch
 
 from scholarflow.errors import ConfigurationError, ScholarflowError
 from scholarflow.sessions.services import ES_URL_ENV, check_http_url, redact_url, scrub
+from scholarflow.settings import get_settings
 
 ENV_URL = ES_URL_ENV
 INDEX_PREFIX = "scholarflow-kb-"
@@ -57,7 +57,7 @@ async def es_errors(url: str, what: str) -> AsyncIterator[None]:
 
 def connect(url: str | None, request_timeout: float = 30.0) -> tuple[AsyncElasticsearch, str]:
     """A client for `url` (default SCHOLARFLOW_ES_URL); a clear error for a missing or bad URL."""
-    url = url or os.environ.get(ENV_URL, "").strip()
+    url = url or get_settings().es_url
     if not url:
         raise ConfigurationError(f"{ENV_URL} is not set; it names the Elasticsearch server")
     check_http_url(url, ENV_URL, "http://127.0.0.1:9200")
