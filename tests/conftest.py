@@ -13,6 +13,7 @@ import pytest
 from scholarflow import Context, build_graph
 from scholarflow.llm import limiter
 from scholarflow.sessions.registry import close_all
+from scholarflow.settings import SETTINGS
 from scholarflow.testing import FakeOpenAIServer
 from scholarflow.tools.kb_registry import close_all as close_knowledge_bases
 
@@ -31,16 +32,11 @@ async def fake_llm(
 ) -> AsyncIterator[FakeOpenAIServer]:
     """The scripted server, reset, with the environment pointing at it and a fresh home."""
     llm_server.reset()
-    monkeypatch.setenv("OPENAI_BASE_URL", llm_server.base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
-    monkeypatch.setenv("SCHOLARFLOW_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("SCHOLARFLOW_MODEL", raising=False)
-    # Recall embeddings from the scripted server too: fast, and no local model load.
-    monkeypatch.setenv("SCHOLARFLOW_EMBEDDING_MODEL", "fake-embedding")
-    monkeypatch.delenv("SCHOLARFLOW_EMBEDDING_BASE_URL", raising=False)
-    for name in ("SCHOLARFLOW_ES_URL", "SCHOLARFLOW_RECALL_API_URL", "SCHOLARFLOW_RERANK_MODEL",
-                 "SCHOLARFLOW_DATABASE_URL", "SCHOLARFLOW_REDIS_URL"):
-        monkeypatch.delenv(name, raising=False)
+    scholarflow_environment(
+        monkeypatch, OPENAI_BASE_URL=llm_server.base_url, OPENAI_API_KEY="sk-test-not-a-real-key",
+        SCHOLARFLOW_HOME=str(tmp_path / "home"),
+        # Recall embeddings from the scripted server too: fast, and no local model load.
+        SCHOLARFLOW_EMBEDDING_MODEL="fake-embedding")
     limiter().reset()  # no limit halved by an earlier test's 429s
     yield llm_server
     await close_all()
@@ -50,11 +46,19 @@ async def fake_llm(
 @pytest.fixture
 async def no_llm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[None]:
     """No LLM configured at all, and a fresh home."""
-    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "SCHOLARFLOW_MODEL"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("SCHOLARFLOW_HOME", str(tmp_path / "home"))
+    scholarflow_environment(monkeypatch, SCHOLARFLOW_HOME=str(tmp_path / "home"))
     yield
     await close_all()
+
+
+def scholarflow_environment(monkeypatch: pytest.MonkeyPatch, **variables: str) -> None:
+    """These variables of scholarflow's settings set, every other one unset: the
+    developer's own (a key, a timeout, a service URL) must not change what a test sees.
+    The settings follow the environment (get_settings() is never stale): nothing to reset."""
+    for setting in SETTINGS:
+        monkeypatch.delenv(setting.env, raising=False)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
 
 
 def paper(name: str) -> str:
