@@ -31,6 +31,7 @@ def seed_tiktoken_cache() -> None:
     langchain-openai calls `tiktoken.get_encoding("cl100k_base")` for model
     names tiktoken does not know; with the cache seeded that works offline.
     """
+    # tiktoken's own variables, read as tiktoken reads them: "" disables its cache.
     cache_dir = os.environ.get("TIKTOKEN_CACHE_DIR", os.environ.get("DATA_GYM_CACHE_DIR"))
     if cache_dir == "":
         return  # the user disabled tiktoken's cache; nothing to seed

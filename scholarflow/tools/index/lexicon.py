@@ -120,6 +120,7 @@ def _cache_file() -> Path:
     for module in (sys.modules[__name__], _tokenizer, language):
         digest.update(Path(module.__file__ or "").read_bytes())
     digest.update(_glossary_text().encode())
+    # The XDG convention for every program's caches, read as the convention says.
     root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(root) / "scholarflow" / f"lexicon-{digest.hexdigest()[:16]}.marshal"
 
