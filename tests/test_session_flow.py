@@ -12,6 +12,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from scholarflow import Context, build_graph
 from scholarflow.conversation import as_session_messages
 from scholarflow.graph import ScholarflowGraph
+from scholarflow.language import question_turn
 from scholarflow.sessions.models import MessageType
 from scholarflow.testing import FakeOpenAIServer
 from scholarflow.tokens import count_message_tokens
@@ -40,9 +41,10 @@ async def test_history_windows_per_stage(fake_llm: FakeOpenAIServer) -> None:
     thread = Thread()
     for i in range(5):
         await thread.ask({"query": f"turn {i}"})
-    # chat sees all active messages
+    # chat sees all active messages, then the question (with its language reminder)
     chat = _contents(fake_llm.stats().requests[-1])
-    assert all(any(f"turn {i}" == c for c in chat) for i in range(5))
+    assert all(any(f"turn {i}" == c for c in chat) for i in range(4))
+    assert chat[-1] == question_turn("turn 4")
     # answer generation: the last 3 rounds; intent recognition: the last 2
     fake_llm.configure(rules=[{"match": INTENT_RULE, "reply": '{"intent": "LITERATURE_QA"}'}])
     await thread.ask({"query": "Thoughts?", "content": paper("en_sparse_attention.md")})
@@ -50,7 +52,8 @@ async def test_history_windows_per_stage(fake_llm: FakeOpenAIServer) -> None:
     intent_text = _contents(intent_req)[0]
     assert "turn 4" in intent_text and "turn 3" in intent_text and "turn 2" not in intent_text
     answer = _contents(answer_req)
-    assert "turn 2" in answer and "turn 1" not in answer and answer[-1] == "Thoughts?"
+    assert "turn 2" in answer and "turn 1" not in answer
+    assert answer[-1] == question_turn("Thoughts?")
 
 
 async def test_long_session_is_compressed(fake_llm: FakeOpenAIServer) -> None:
