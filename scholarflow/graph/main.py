@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
@@ -26,6 +26,7 @@ from scholarflow.nodes.intent import (
 )
 from scholarflow.nodes.plan_review import plan_review, route_after_plan
 from scholarflow.nodes.recall import plan_generation, sub_question_generation
+from scholarflow.nodes.reports import partial_report, partial_report_failed, route_after_answer
 from scholarflow.nodes.request import (
     document_check,
     request_init,
@@ -33,7 +34,7 @@ from scholarflow.nodes.request import (
     route_after_request,
 )
 from scholarflow.nodes.session_save import session_save
-from scholarflow.state import InputState, OutputState, State
+from scholarflow.state import InputState, OutputState, ReportTask, State
 
 ScholarflowGraph = CompiledStateGraph[State, Context, InputState, OutputState]
 
@@ -73,6 +74,10 @@ def build_graph(
     builder.add_node("execution", build_execution_graph(context_schema), **handled)
     builder.add_node("answer_generation", guarded("answer_generation", answer_generation),
                      retry_policy=LLM_RETRY, **handled)
+    # One Send per partial report, each with its own retries: a 429 redoes that report only.
+    builder.add_node(  # mypy can't match a Send target's input to the node protocols
+        "partial_report", cast(Any, guarded("partial_report", partial_report)),
+        input_schema=ReportTask, retry_policy=LLM_RETRY, **on_error(partial_report_failed))
     builder.add_node("simple_interaction", guarded("simple_interaction", simple_interaction),
                      retry_policy=LLM_RETRY, **handled)
     builder.add_node("session_save", guarded("session_save", session_save))
@@ -86,7 +91,9 @@ def build_graph(
     builder.add_edge("sub_question_generation", "plan_generation")
     builder.add_conditional_edges("plan_generation", route_after_plan)
     builder.add_edge("execution", "answer_generation")
-    builder.add_edge("answer_generation", "session_save")
+    builder.add_conditional_edges("answer_generation", route_after_answer,
+                                  ["partial_report", "session_save"])
+    builder.add_edge("partial_report", "answer_generation")
     builder.add_edge("simple_interaction", "session_save")
     builder.add_edge("session_save", END)
     return validated(builder.compile(checkpointer=checkpointer, name="scholarflow"))
