@@ -3,7 +3,8 @@
 A loop whose exit depends on what a model wrote (merge rounds, retries on an
 unusable reply) can run forever when that exit is never reached: with a paid
 API that is real money. Such loops iterate `bounded_rounds`, which stops them
-with a typed, fatal error instead.
+with a typed, fatal error instead; a loop through graph nodes checks each round
+with `require_round`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,16 @@ def bounded_rounds(limit: int, what: str, *, fix: str = "report this as a bug") 
         raise ValueError("bounded_rounds needs a limit of at least 1")
     yield from range(1, limit + 1)
     raise LoopLimitError(f"{what} did not finish within {limit} rounds: {fix}")
+
+
+def require_round(round_: int, limit: int, what: str, *, fix: str = "report this as a bug"
+                  ) -> None:
+    """`bounded_rounds` for a loop whose rounds are graph steps, not one Python loop: round
+    `round_` (from 1) of at most `limit` passes, and one past it raises the same error."""
+    if limit < 1:
+        raise ValueError("require_round needs a limit of at least 1")
+    if round_ > limit:
+        raise LoopLimitError(f"{what} did not finish within {limit} rounds: {fix}")
 
 
 def require_progress(before: int, after: int, what: str, *, fix: str) -> None:

@@ -3,7 +3,7 @@
 `InputState` is what a caller sends, `OutputState` what it gets back, and
 `State` everything the nodes share. Fields that several parallel tasks write
 have reducers; every other field is last-write-wins. Send targets get their own
-small states (`DocSummaryTask`).
+small states (`DocSummaryTask`, `RecallStepTask`, `ReportTask`).
 """
 
 from __future__ import annotations
@@ -250,9 +250,50 @@ class State(InputState, OutputState):
     execution_rounds: Annotated[int, _doc("Rounds the execution subgraph ran.")]
     answer_id: Annotated[str | None, _doc(
         "The id of the answer's streamed message: the AI message in `messages` keeps it.")]
+    # answer_generation over more summaries than one prompt holds: rounds of partial reports
+    report_round: Annotated[int, _doc("Rounds of partial reports written so far.")]
+    report_tasks: Annotated[list[ReportTask], _doc(
+        "The partial reports of the current round, one Send each; empty once answered.")]
+    partial_reports: Annotated[list[PartialReport], _doc(
+        "The current round's partial reports, as they come in."), operator.add]
+    report_failures: Annotated[list[ReportFailure], _doc(
+        "The current round's partial reports that failed after their retries."), operator.add]
     # a failed run
     error_kind: Annotated[str | None, _doc(
         "What kind of failure `error` is: input, config or run; its typed error's class.")]
+
+
+class ReportTask(TypedDict):
+    """The state of one Send to partial_report: one group's prompt, nothing else."""
+
+    round: Annotated[int, _doc("The merge round it belongs to, from 1.")]
+    part: Annotated[int, _doc("Its number among the round's reports, from 1.")]
+    parts: Annotated[int, _doc("How many reports the round writes.")]
+    system: Annotated[str, _doc("The report's prompt, with its group's texts.")]
+    question: Annotated[str, _doc("The run's question: the prompt's user turn.")]
+    max_tokens: Annotated[int, _doc("The report's length bound, in tokens.")]
+
+
+class PartialReport(TypedDict):
+    """One partial report, as the next round or the final merge reads it."""
+
+    part: Annotated[int, _doc("Its number among the round's reports.")]
+    text: Annotated[str, _doc("The report, wrapped in <report part=...>.")]
+
+
+class Failure(TypedDict):
+    """A node's failure as state holds it until it is reported (nodes/errors.py)."""
+
+    error: Annotated[str, _doc("Why, in one scrubbed line.")]
+    error_kind: Annotated[str, _doc("The typed error's class.")]
+    kind: Annotated[Literal["input", "config", "run"], _doc(
+        "input, config or run: a bad request, a setting, or neither (node_error's kind).")]
+
+
+class ReportFailure(Failure):
+    """A partial report that failed after its retries: the run ends in its error."""
+
+    part: Annotated[int, _doc("The report's number.")]
 
 
 class DocSummaryTask(TypedDict):

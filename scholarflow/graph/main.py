@@ -9,6 +9,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from scholarflow.context import Context
+from scholarflow.graph.handlers import on_error
 from scholarflow.graph.recall import build_execution_graph
 from scholarflow.graph.summary import build_summary_graph
 from scholarflow.graph.validated import validated
@@ -25,6 +26,7 @@ from scholarflow.nodes.intent import (
 )
 from scholarflow.nodes.plan_review import plan_review, route_after_plan
 from scholarflow.nodes.recall import plan_generation, sub_question_generation
+from scholarflow.nodes.reports import partial_report, partial_report_failed, route_after_answer
 from scholarflow.nodes.request import (
     document_check,
     request_init,
@@ -32,7 +34,7 @@ from scholarflow.nodes.request import (
     route_after_request,
 )
 from scholarflow.nodes.session_save import session_save
-from scholarflow.state import InputState, OutputState, State
+from scholarflow.state import InputState, OutputState, ReportTask, State
 
 ScholarflowGraph = CompiledStateGraph[State, Context, InputState, OutputState]
 
@@ -54,27 +56,30 @@ def build_graph(
     # so it leaves the node as one scrubbed line of the same type (nodes/guard.py).
     # A failing node reports node_error and goes on to session_save, which ends the run
     # in that error; session_save itself has no handler, so its own failure is the run's.
-    # (LangGraph injects NodeError by annotation; its node protocols don't model that.)
-    on_error: dict[str, Any] = {"error_handler": cast(Any, handle_node_error)}
+    handled = on_error(handle_node_error)
 
-    builder.add_node("request_init", guarded("request_init", request_init), **on_error)
-    builder.add_node("document_check", guarded("document_check", document_check), **on_error)
+    builder.add_node("request_init", guarded("request_init", request_init), **handled)
+    builder.add_node("document_check", guarded("document_check", document_check), **handled)
     builder.add_node("intent_recognition", guarded("intent_recognition", intent_recognition),
-                     **on_error)
+                     **handled)
     builder.add_node("strategy_selection", guarded("strategy_selection", strategy_selection),
-                     **on_error)
-    builder.add_node("document_summary", build_summary_graph(context_schema), **on_error)
+                     **handled)
+    builder.add_node("document_summary", build_summary_graph(context_schema), **handled)
     builder.add_node("sub_question_generation",
                      guarded("sub_question_generation", sub_question_generation),
-                     retry_policy=LLM_RETRY, **on_error)
-    builder.add_node("plan_generation", guarded("plan_generation", plan_generation), **on_error)
+                     retry_policy=LLM_RETRY, **handled)
+    builder.add_node("plan_generation", guarded("plan_generation", plan_generation), **handled)
     # Returns Command(goto=execution | sub_question_generation): its annotation draws both.
-    builder.add_node("plan_review", guarded("plan_review", plan_review), **on_error)
-    builder.add_node("execution", build_execution_graph(context_schema), **on_error)
+    builder.add_node("plan_review", guarded("plan_review", plan_review), **handled)
+    builder.add_node("execution", build_execution_graph(context_schema), **handled)
     builder.add_node("answer_generation", guarded("answer_generation", answer_generation),
-                     retry_policy=LLM_RETRY, **on_error)
+                     retry_policy=LLM_RETRY, **handled)
+    # One Send per partial report, each with its own retries: a 429 redoes that report only.
+    builder.add_node(  # mypy can't match a Send target's input to the node protocols
+        "partial_report", cast(Any, guarded("partial_report", partial_report)),
+        input_schema=ReportTask, retry_policy=LLM_RETRY, **on_error(partial_report_failed))
     builder.add_node("simple_interaction", guarded("simple_interaction", simple_interaction),
-                     retry_policy=LLM_RETRY, **on_error)
+                     retry_policy=LLM_RETRY, **handled)
     builder.add_node("session_save", guarded("session_save", session_save))
 
     builder.add_edge(START, "request_init")
@@ -86,7 +91,9 @@ def build_graph(
     builder.add_edge("sub_question_generation", "plan_generation")
     builder.add_conditional_edges("plan_generation", route_after_plan)
     builder.add_edge("execution", "answer_generation")
-    builder.add_edge("answer_generation", "session_save")
+    builder.add_conditional_edges("answer_generation", route_after_answer,
+                                  ["partial_report", "session_save"])
+    builder.add_edge("partial_report", "answer_generation")
     builder.add_edge("simple_interaction", "session_save")
     builder.add_edge("session_save", END)
     return validated(builder.compile(checkpointer=checkpointer, name="scholarflow"))

@@ -8,6 +8,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from scholarflow.context import Context
+from scholarflow.graph.handlers import on_error
 from scholarflow.graph.validated import drawn
 from scholarflow.nodes.guard import guarded
 from scholarflow.nodes.recall import (
@@ -32,8 +33,7 @@ def build_execution_graph(context_schema: type[Any] = Context) -> CompiledStateG
     builder.add_node(  # mypy can't match a Send target's input to the node protocols
         "recall_step", cast(Any, guarded("recall_step", recall_step)),
         input_schema=RecallStepTask,
-        # LangGraph injects NodeError by annotation; its node protocols don't model that.
-        error_handler=cast(Any, recall_step_failed),
+        **on_error(recall_step_failed),
     )
     builder.add_node("finish_execution", guarded("finish_execution", finish_execution))
     builder.add_edge(START, "next_round")

@@ -8,6 +8,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 
 from scholarflow.context import Context
+from scholarflow.graph.handlers import on_error
 from scholarflow.graph.validated import drawn
 from scholarflow.llm import LLM_RETRY
 from scholarflow.nodes.guard import guarded
@@ -36,8 +37,7 @@ def build_summary_graph(context_schema: type[Any] = Context) -> CompiledStateGra
         "summarize_document", cast(Any, guarded("summarize_document", summarize_document)),
         input_schema=DocSummaryTask,
         retry_policy=LLM_RETRY,
-        # LangGraph injects NodeError by annotation; its node protocols don't model that.
-        error_handler=cast(Any, summary_failed),
+        **on_error(summary_failed),
     )
     builder.add_edge(START, "load_cached_summaries")
     builder.add_node("collect_summaries", guarded("collect_summaries", collect_summaries))

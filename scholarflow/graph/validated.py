@@ -7,6 +7,8 @@ a dict input. Every way to run the graph goes through `stream` or `astream`:
 `invoke`/`ainvoke`, `astream_events` and LangGraph server (langgraph_api/stream.py
 calls `astream` or `astream_events` on a `copy()`, which keeps this class). So
 these two check the input first; `None` and `Command` (resuming a thread) pass.
+They also give each run the list its error handlers keep their exceptions in
+(graph/handlers.py).
 
 Every compiled graph here, the subgraphs too, is also drawn without its
 error-handler nodes (`DrawnGraph`), so Studio's xray view expands the subgraphs.
@@ -25,6 +27,7 @@ from langgraph.types import Command
 from langgraph.typing import ContextT, InputT, OutputT, StateT
 
 from scholarflow.context import Context, as_context
+from scholarflow.graph.handlers import with_kept_errors
 from scholarflow.request_schema import validate_request_input
 from scholarflow.state import InputState, OutputState, State
 
@@ -79,6 +82,7 @@ class ValidatedGraph(DrawnGraph[State, Context, InputState, OutputState]):
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
         checked = self._checked(input, kwargs)
+        config = with_kept_errors(config)  # graph/handlers.py: a LangGraph bug
         inner = cast(AsyncGenerator[Any, None], super().astream(checked, config, **kwargs))
         async with aclosing(inner) as stream:  # closing ours closes LangGraph's run too
             async for chunk in stream:
@@ -88,6 +92,7 @@ class ValidatedGraph(DrawnGraph[State, Context, InputState, OutputState]):
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Iterator[Any]:
         checked = self._checked(input, kwargs)
+        config = with_kept_errors(config)
         inner = cast(Generator[Any, None, None], super().stream(checked, config, **kwargs))
         with closing(inner) as stream:
             yield from stream

@@ -2,7 +2,8 @@
 
 No prompt ever exceeds the model's context minus the reserved answer tokens:
 the document of full_content was admitted against that budget, and summaries
-are packed into groups that each fit it, reported on in parallel, and merged.
+are packed into groups that each fit it, reported on in parallel (one Send
+each to partial_report, nodes/reports.py, which comes back here), and merged.
 A question about documents is never answered from none of them: the best
 passage is cut to the room left rather than dropped, and a room under
 MIN_MATERIAL_TOKENS is an error naming max_context_tokens. Every merge round
@@ -11,18 +12,18 @@ has fewer texts than the one before, within a bounded number of rounds.
 
 from __future__ import annotations
 
-import asyncio
 import math
 from typing import Any
 
 from langgraph.runtime import Runtime
+from langgraph.types import Overwrite
 
 from scholarflow import llm
-from scholarflow.bounded import bounded_rounds, require_progress
+from scholarflow.bounded import require_progress, require_round
 from scholarflow.budget import MIN_MATERIAL_TOKENS, answer_reserve, prompt_budget, window_words
 from scholarflow.context import Context, first_attempt, get_context
 from scholarflow.empty_answer import require_text
-from scholarflow.errors import ConfigurationError, ScholarflowError
+from scholarflow.errors import ConfigurationError, InternalError, ScholarflowError
 from scholarflow.events import Thinking, emit, node_complete
 from scholarflow.intents import Intent
 from scholarflow.language import answer_language, question_turn
@@ -33,8 +34,10 @@ from scholarflow.nodes.citations import (
     sources_for,
 )
 from scholarflow.nodes.common import format_document, history_messages
+from scholarflow.nodes.errors import reported_failure
 from scholarflow.nodes.evidence import is_reference_chunk, select_evidence
 from scholarflow.nodes.packing import pack_groups
+from scholarflow.nodes.reports import wrap_report
 from scholarflow.prompts import (
     CITED_MATERIAL_PROMPT,
     LITERATURE_QA_PROMPT,
@@ -48,7 +51,7 @@ from scholarflow.prompts import (
     SINGLE_DOC_SUMMARY_PROMPT,
     PromptTemplate,
 )
-from scholarflow.state import LLMUsage, RecalledChunkState, Source, State
+from scholarflow.state import LLMUsage, RecalledChunkState, ReportTask, Source, State
 from scholarflow.tokens import MESSAGE_OVERHEAD_TOKENS, count_message_tokens, count_tokens
 from scholarflow.tokens import truncate_to_tokens as truncate
 
@@ -83,7 +86,7 @@ _TEMPLATE_TOKENS = max(
 ) + count_tokens(CITED_MATERIAL_PROMPT.format(chunks=""))
 _JOIN_TOKENS = 2  # the blank line between two texts of one prompt
 MIN_REPORT_TOKENS = 256  # a partial report's bound never goes under a few paragraphs
-_REPORT_WRAPPER_TOKENS = count_tokens('<report part="999">\n\n</report>') + _JOIN_TOKENS
+_REPORT_WRAPPER_TOKENS = count_tokens(wrap_report(999, "")) + _JOIN_TOKENS
 
 
 class _Answerer:
@@ -196,34 +199,36 @@ class _Answerer:
             parts.append(format_document(doc["title"], doc["doc_id"], text))
         return await self.stream_answer(self.fill(template, "\n\n".join(parts)))
 
-    async def from_summaries(self, state: State, intent: Intent) -> str:
+    async def from_summaries(self, state: State, intent: Intent) -> str | list[ReportTask]:
+        """The answer; or, while the texts do not fit one prompt, the next round's reports."""
         summaries = state.get("document_summaries") or {}
         ordered = [summaries[d["doc_id"]] for d in state.get("documents") or []
                    if d["doc_id"] in summaries]
         if not ordered:
             raise ScholarflowError("no document could be summarised; see the errors above")
         one, synthesis, merge = SUMMARY_PROMPTS[intent]
-        items = [format_document(s["title"], s["doc_id"], s["summary"]) for s in ordered]
-        final = one
-        # Each round at least halves the texts (group_reports), so log2(n) + 2 rounds suffice.
-        limit = math.ceil(math.log2(len(items))) + 2
-        for _ in bounded_rounds(limit, "merging the partial reports", fix=_MERGE_FIX):
-            room = self.room(final, True)
-            self.require_room(room, "the document summaries")
-            if len(items) <= 2:  # a pair over the room: shortening both loses what a report would
-                items = _fit_pairs(items, room)
-            if len(_groups(items, room)) == 1:
-                material = "\n\n".join(items)
-                if len(items) == 1:  # one text over the room: its beginning
-                    material = truncate(material, room - _JOIN_TOKENS)
-                return await self.stream_answer(self.fill(final, material))
-            before = len(items)
-            items = await self.group_reports(synthesis, items)
-            require_progress(before, len(items), "merging the partial reports", fix=_MERGE_FIX)
-            final = merge
-        raise AssertionError("unreachable: bounded_rounds raises when it runs out")
+        done = state.get("report_round") or 0
+        if done:  # back from a round of partial_report: merge its reports
+            items, final = _reports(state), merge
+        else:
+            items = [format_document(s["title"], s["doc_id"], s["summary"]) for s in ordered]
+            final = one
+        # Each round at least halves the texts (report_tasks), so log2(n) + 2 rounds suffice.
+        limit = math.ceil(math.log2(len(ordered))) + 2
+        require_round(done + 1, limit, "merging the partial reports", fix=_MERGE_FIX)
+        room = self.room(final, True)
+        self.require_room(room, "the document summaries")
+        if len(items) <= 2:  # a pair over the room: shortening both loses what a report would
+            items = _fit_pairs(items, room)
+        if len(_groups(items, room)) == 1:
+            material = "\n\n".join(items)
+            if len(items) == 1:  # one text over the room: its beginning
+                material = truncate(material, room - _JOIN_TOKENS)
+            return await self.stream_answer(self.fill(final, material))
+        return self.report_tasks(synthesis, items, done + 1)
 
-    async def group_reports(self, template: PromptTemplate, items: list[str]) -> list[str]:
+    def report_tasks(self, template: PromptTemplate, items: list[str],
+                     round_: int) -> list[ReportTask]:
         """One partial report per group of texts that fits a prompt: fewer texts than before."""
         room = self.room(template, False, group="999", groups="999")
         self.require_room(room, "a group of summaries")
@@ -234,24 +239,28 @@ class _Answerer:
             f"{len(items)} texts are too long for one prompt: writing {len(groups)} "
             "partial reports in parallel, then merging them."
         )
-
         # Bounded so that the reports together fit the merge's prompt (the room, less a
         # wrapper each), and never longer than an answer; a few paragraphs at least.
         bound = max(MIN_REPORT_TOKENS, min(answer_reserve(self.ctx),
                                            room // len(groups) - _REPORT_WRAPPER_TOKENS))
+        return [
+            ReportTask(round=round_, part=n, parts=len(groups), question=self.query,
+                       max_tokens=bound,
+                       system=self.fill(template, "\n\n".join(truncate(items[i], room)
+                                                              for i in group),
+                                        group=str(n), groups=str(len(groups))))
+            for n, group in enumerate(groups, 1)
+        ]
 
-        async def report(n: int, group: list[int]) -> str:
-            text = "\n\n".join(truncate(items[i], room) for i in group)
-            system = self.fill(template, text, group=str(n), groups=str(len(groups)))
-            # Hidden (llm.complete): a partial report is not the answer; the merge is.
-            result = await llm.complete(self.ctx, [("system", system), ("user", self.query)],
-                                        node=NODE, max_tokens=bound)
-            self.usage.append(result.usage)
-            report = require_text(self.ctx, result.text, first_attempt=self.first_attempt,
-                                  what=f"partial report {n}")
-            return f"<report part=\"{n}\">\n{report.strip()}\n</report>"
 
-        return list(await asyncio.gather(*(report(n, g) for n, g in enumerate(groups, 1))))
+def _reports(state: State) -> list[str]:
+    """The round's partial reports in order: every one the round asked for, once."""
+    reports = sorted(state.get("partial_reports") or [], key=lambda r: r["part"])
+    asked = [t["part"] for t in state.get("report_tasks") or []]
+    if [r["part"] for r in reports] != asked:
+        raise InternalError(f"the partial reports {[r['part'] for r in reports]} came back "
+                            f"for the parts {asked}; report this as a bug")
+    return [r["text"] for r in reports]
 
 
 def _groups(items: list[str], room: int) -> list[list[int]]:
@@ -277,14 +286,22 @@ async def answer_generation(state: State, runtime: Runtime[Context]) -> dict[str
     ctx = get_context(runtime)
     intent = Intent.parse(state.get("detected_intent") or Intent.LITERATURE_QA)
     strategy = state.get("strategy")
+    if failures := sorted(state.get("report_failures") or [], key=lambda f: f["part"]):
+        # A partial report failed after its retries: the run ends in the first one's error
+        # (nodes/reports.py), reported as this node's, whose work it was.
+        return {**reported_failure(NODE, failures[0]), "report_tasks": []}
     answerer = _Answerer(ctx, state, first_attempt(runtime))
     sources: list[Source] = []
     if strategy == "multi_doc_summary":
         answer = await answerer.from_summaries(state, intent)
+        if isinstance(answer, list):  # route_after_answer sends each to partial_report
+            return {"report_round": (state.get("report_round") or 0) + 1,
+                    "report_tasks": answer, "partial_reports": Overwrite([]),
+                    "report_failures": Overwrite([])}
     elif strategy == "full_content":
         answer = await answerer.full_content(state, intent)
     else:
         answer, sources = await answerer.from_chunks(state, intent)
     node_complete(NODE, intent=intent.value, strategy=strategy, sources=len(sources))
     return {"answer": answer, "answer_id": answerer.message_id, "sources": sources,
-            "usage": answerer.usage}
+            "usage": answerer.usage, "report_tasks": []}

@@ -14,7 +14,7 @@ from scholarflow import errors
 from scholarflow.errors import ConfigurationError, InputError, ScholarflowError
 from scholarflow.events import emit
 from scholarflow.scrub import scrub_secrets
-from scholarflow.state import State
+from scholarflow.state import Failure, State
 
 logger = logging.getLogger(__name__)
 
@@ -46,10 +46,19 @@ def error_kind(exc: BaseException) -> Literal["input", "config", "run"]:
 def failure_update(node: str, exc: BaseException) -> dict[str, Any]:
     """Report `node`'s failure (node_error) and the state update that carries it to
     session_save: the message, and the typed error's class to raise there."""
-    message = user_message(node, exc)
-    emit("node_error", node=node, error=message, kind=error_kind(exc))
+    return reported_failure(node, failure_of(node, exc))
+
+
+def failure_of(node: str, exc: BaseException) -> Failure:
+    """`node`'s failure as state can hold it, to be reported later."""
     kind = type(exc).__name__ if isinstance(exc, ScholarflowError) else "InternalError"
-    return {"error": message, "error_kind": kind, "answer": ""}
+    return Failure(error=user_message(node, exc), error_kind=kind, kind=error_kind(exc))
+
+
+def reported_failure(node: str, failure: Failure) -> dict[str, Any]:
+    """Report `failure` as `node`'s (node_error): the update failure_update gives."""
+    emit("node_error", node=node, error=failure["error"], kind=failure["kind"])
+    return {"error": failure["error"], "error_kind": failure["error_kind"], "answer": ""}
 
 
 def run_error(state: State) -> ScholarflowError:
