@@ -99,7 +99,8 @@ async def sample_limit(lim: Any, samples: list[int], stop: asyncio.Event) -> Non
 
 async def one_run(graph: Any, server: ServerProcess, args: argparse.Namespace, fault: str,
                   mode: str, seed: int) -> Run:
-    from scholarflow import Context, llm
+    from scholarflow import Context
+    from scholarflow.llm import calls as llm
 
     ctx = Context(max_concurrent_llm_calls=args.cap, adaptive_llm_limit=mode == "adaptive")
     docs = make_documents(args.docs, seed=seed)  # new texts each run: no cache hits
@@ -127,7 +128,7 @@ async def one_run(graph: Any, server: ServerProcess, args: argparse.Namespace, f
 
 async def bench(args: argparse.Namespace, server: ServerProcess) -> list[Scenario]:
     from scholarflow import Context, build_graph
-    from scholarflow.sessions.registry import close_all
+    from scholarflow.storage.cache_registry import close_all
 
     graph = build_graph()
     # warm-up: imports, tiktoken, the HTTP pool, SQLite; no faults, other documents

@@ -44,8 +44,8 @@ async def run(turns: int, window: int) -> list[tuple[str, str]]:
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
     from scholarflow import Context, build_graph
-    from scholarflow.conversation import is_compressed
-    from scholarflow.testing.fake_openai import FakeOpenAIServer
+    from scholarflow.sessions.conversation import is_compressed
+    from tests.support.fake_openai import FakeOpenAIServer
 
     home = Path(tempfile.mkdtemp(prefix="sf-bench-"))
     os.environ["SCHOLARFLOW_HOME"] = str(home)

@@ -59,8 +59,8 @@ from recall_quality import (
 WINDOWS = {"8k": (8_192, 2_000), "32k": (32_768, 8_000), "128k": (128_000, 8_000)}
 SCOPES = ("its document", "all 14")
 # Code whose change changes what recall returns: part of the recall cache's key.
-_RECALL_CODE = ["scholarflow/nodes/recall.py", "scholarflow/tools/kb.py",
-                "scholarflow/tools/recall.py", "scholarflow/context.py",
+_RECALL_CODE = ["scholarflow/nodes/recall.py", "scholarflow/retrieval/kb.py",
+                "scholarflow/nodes/recall_scope.py", "scholarflow/context.py",
                 *sorted(str(p.relative_to(ROOT)) for p in
                         (ROOT / "scholarflow" / "tools" / "index").rglob("*.py"))]
 
@@ -105,7 +105,7 @@ async def recalled_sets(questions: Path, refresh: bool) -> dict[str, Any]:
     if cached.exists() and not refresh:
         data: dict[str, Any] = json.loads(cached.read_text())
         return data
-    from scholarflow.tools.kb_registry import close_all, open_knowledge_base
+    from scholarflow.retrieval.kb_registry import close_all, open_knowledge_base
 
     for name in ("SCHOLARFLOW_EMBEDDING_MODEL", "SCHOLARFLOW_ES_URL"):
         os.environ.pop(name, None)

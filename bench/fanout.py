@@ -147,10 +147,11 @@ class Row:
 
 
 async def bench(args: argparse.Namespace, server: Any) -> list[Row]:
-    from scholarflow import Context, build_graph, llm
+    from scholarflow import Context, build_graph
+    from scholarflow.llm import calls as llm
     from scholarflow.nodes.common import format_document
     from scholarflow.prompts import LITERATURE_QA_PROMPT
-    from scholarflow.sessions.registry import close_all
+    from scholarflow.storage.cache_registry import close_all
     from scholarflow.tokens import count_tokens
 
     rows: list[Row] = []

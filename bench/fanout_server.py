@@ -19,7 +19,7 @@ import httpx
 
 
 class ServerProcess:
-    """`python -m scholarflow.testing.fake_openai --port 0`, scripted over HTTP."""
+    """`python -m tests.support.fake_openai --port 0`, scripted over HTTP."""
 
     def __init__(self, latency: float) -> None:
         self.latency = latency
@@ -29,7 +29,7 @@ class ServerProcess:
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "scholarflow.testing.fake_openai", "--port", "0",
+            [sys.executable, "-m", "tests.support.fake_openai", "--port", "0",
              "--latency", str(self.latency)],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
@@ -84,7 +84,7 @@ class ServerThread:
     """The same server on a thread of this process (`--in-process`)."""
 
     def __init__(self, latency: float) -> None:
-        from scholarflow.testing import FakeOpenAIServer
+        from tests.support import FakeOpenAIServer
 
         self.server = FakeOpenAIServer(latency=latency)
         self.base_url = ""

@@ -10,7 +10,7 @@ leaves the queue. A served call takes `--latency` s plus its prompt at
 `--summary-words` words at `--tps` tokens/s. The real graph summarises N
 documents ("Summarize these papers" -> multi_doc_summary -> one answer) with
 `max_concurrent_llm_calls=C` and `llm_timeout_seconds=--timeout`, whatever
-timeout llm.py applies with it, once with the limit fixed at C
+timeout llm/calls.py applies with it, once with the limit fixed at C
 (`adaptive_llm_limit=False`, today's behaviour) and once adaptive (429s and
 latency). New document texts every run: no summary comes from the cache.
 
@@ -85,7 +85,8 @@ async def sample(lim: Any, limits: list[int], in_flight: list[int], stop: asynci
 
 async def one_run(graph: Any, server: ServerProcess, args: argparse.Namespace, k: int,
                   n: int, mode: str, seed: int) -> Run:
-    from scholarflow import Context, llm
+    from scholarflow import Context
+    from scholarflow.llm import calls as llm
 
     ctx = Context(max_concurrent_llm_calls=args.cap, adaptive_llm_limit=mode == "adaptive",
                   llm_timeout_seconds=args.timeout)
@@ -128,7 +129,7 @@ async def one_run(graph: Any, server: ServerProcess, args: argparse.Namespace, k
 
 async def bench(args: argparse.Namespace, server: ServerProcess) -> list[Run]:
     from scholarflow import Context, build_graph
-    from scholarflow.sessions.registry import close_all
+    from scholarflow.storage.cache_registry import close_all
 
     graph = build_graph()
     await server.reset()

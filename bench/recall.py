@@ -43,7 +43,7 @@ import time
 from pathlib import Path
 
 # The parts are sibling modules. bench/ is sys.path[0] when this runs as a script,
-# but not when tests/test_recall_quality.py loads this file by its path.
+# but not when tests/unit/test_recall_quality.py loads this file by its path.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from recall_common import _machine_line, print_table
 from recall_overlap import HEAVY_OVERLAP, is_heavy, overlaps
@@ -64,7 +64,7 @@ from recall_quality import (
 )
 from recall_speed import _search_probe, speed
 
-# What tests/test_recall_quality.py uses of this module, besides main().
+# What tests/unit/test_recall_quality.py uses of this module, besides main().
 __all__ = ["D2L", "EVAL_SET", "HEAVY_OVERLAP", "PAIRS", "QUALITY_KB", "TARGET", "TUNE_SET",
            "evaluate", "is_heavy", "load_questions", "main", "overlaps", "pair", "quality_kb",
            "recall_at"]

@@ -25,7 +25,7 @@ class Row:
 
 
 def _params() -> Any:
-    from scholarflow.tools.kb import RecallParams
+    from scholarflow.retrieval.kb import RecallParams
 
     return RecallParams()
 

@@ -19,7 +19,7 @@ lexicon translations (every sense the lexicon lists, not only the few the
 search uses: a generous match, so a question marked heavy really has little
 to match after translation). The share is computed in the bench from the
 chunks of the built knowledge base and recorded per question in the jsonl
-(`overlap`, `heavy`); tests/test_recall_quality.py checks the record against
+(`overlap`, `heavy`); tests/unit/test_recall_quality.py checks the record against
 a fresh computation.
 """
 
@@ -33,9 +33,13 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from scholarflow.tools.index.crosslingual import _EN_FUNCTION_WORDS, _ZH_FUNCTION_WORDS, _segment
-from scholarflow.tools.index.lexicon import Lexicon, lexicon
-from scholarflow.tools.index.tokenize import tokenize
+from scholarflow.retrieval.index.crosslingual import (
+    _EN_FUNCTION_WORDS,
+    _ZH_FUNCTION_WORDS,
+    _segment,
+)
+from scholarflow.retrieval.index.lexicon import Lexicon, lexicon
+from scholarflow.retrieval.index.tokenize import tokenize
 
 # At most a third of the question's content words in the passage: a heavy paraphrase.
 HEAVY_OVERLAP = 1 / 3

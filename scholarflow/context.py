@@ -68,7 +68,7 @@ class Context:
                   "default_words": f" {DEFAULT_MAX_CONTEXT_TOKENS} (or ${MAX_CONTEXT_ENV}, or "
                                    "the window the server reports)"},
     )
-    # The two reserves scale with the window (budget.py) unless given: 2000 / 8000 at 128k.
+    # The two reserves scale with the window (llm/budget.py) unless given: 2000 / 8000 at 128k.
     system_tokens_estimate: int | None = field(
         default=None,
         metadata={**_doc("Tokens set aside for system prompts. Default: window / 16, at "

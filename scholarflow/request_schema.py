@@ -23,9 +23,9 @@ from pydantic_core import ErrorDetails
 
 from scholarflow.errors import InvalidRequestError
 from scholarflow.intents import Intent
+from scholarflow.retrieval.index import InvalidKnowledgeBaseNameError, check_kb_name
 from scholarflow.sessions.models import check_session_id
 from scholarflow.state import InputState
-from scholarflow.tools.index import InvalidKnowledgeBaseNameError, check_kb_name
 
 # More documents than a request can sensibly name (recall lists 50 per prompt); it also
 # keeps one error's list of missing ids readable.

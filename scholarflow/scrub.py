@@ -69,7 +69,7 @@ def scrub_secrets(text: str, *extra: str | None) -> str:
                          key=lambda s: (-len(s), s)):
         if secret in text:
             text = _mask(text, secret)
-    from scholarflow.sessions.services import scrub_env_urls  # late: sessions imports a lot
+    from scholarflow.storage.services import scrub_env_urls
 
     text = scrub_env_urls(text)
     text = _URL_PASSWORD.sub(lambda m: f"{m[1]}:{MASK}@" if m[2] else m[0], text)

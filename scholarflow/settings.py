@@ -95,7 +95,7 @@ class Setting(Generic[T]):
         if self.secret:
             return repr(Secret(raw))
         if self.url:
-            from scholarflow.sessions.services import redact_url  # late: services imports us
+            from scholarflow.storage.services import redact_url  # late: services imports us
 
             return repr(redact_url(raw))
         return repr(raw)
@@ -150,7 +150,7 @@ def _seconds(env: str, raw: str) -> float:
 def _http_url(env: str, raw: str) -> str:
     url = raw.rstrip("/")
     if not url.startswith(("http://", "https://")):
-        from scholarflow.sessions.services import redact_url  # late: services imports us
+        from scholarflow.storage.services import redact_url  # late: services imports us
 
         raise _bad(env, "an http(s) URL", repr(redact_url(raw)))
     return url

@@ -16,7 +16,7 @@ cleanup() { [ -n "$fake_pid" ] && kill "$fake_pid" 2>/dev/null || true; }
 trap cleanup EXIT
 if [ -z "${OPENAI_API_KEY:-}" ] && [ -z "${OPENAI_BASE_URL:-}" ]; then
   log="$(mktemp)"
-  .venv/bin/python -m scholarflow.testing.fake_openai --port 0 --mode extractive >"$log" 2>&1 &
+  .venv/bin/python -m tests.support.fake_openai --port 0 --mode extractive >"$log" 2>&1 &
   fake_pid=$!
   for _ in $(seq 100); do
     grep -q "listening on" "$log" && break

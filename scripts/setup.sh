@@ -8,10 +8,10 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
-# The JavaScript client tests (tests/js): @langchain/langgraph-sdk at the locked version.
+# The JavaScript client tests (tests/integration/js): @langchain/langgraph-sdk at the locked version.
 # `npm ci` installs exactly package-lock.json; --prefer-offline uses npm's cache when it can.
 if command -v npm >/dev/null 2>&1; then
-  npm ci --prefix tests/js --prefer-offline --no-audit --no-fund --loglevel=error
+  npm ci --prefix tests/integration/js --prefer-offline --no-audit --no-fund --loglevel=error
 else
-  echo "npm not found: tests/test_sdk_clients.py's JavaScript test will be skipped" >&2
+  echo "npm not found: tests/integration/test_sdk_clients.py's JavaScript test will be skipped" >&2
 fi

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from scholarflow import Context, build_graph
-from scholarflow.llm import limiter
-from scholarflow.sessions.registry import close_all
+from scholarflow.llm.calls import limiter
+from scholarflow.retrieval.kb_registry import close_all as close_knowledge_bases
 from scholarflow.settings import SETTINGS
-from scholarflow.testing import FakeOpenAIServer
-from scholarflow.tools.kb_registry import close_all as close_knowledge_bases
+from scholarflow.storage.cache_registry import close_all
+from tests.support import FakeOpenAIServer
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "papers"
 

@@ -13,7 +13,7 @@ from scholarflow.graph.handlers import on_error
 from scholarflow.graph.recall import build_execution_graph
 from scholarflow.graph.summary import build_summary_graph
 from scholarflow.graph.validated import validated
-from scholarflow.llm import LLM_RETRY
+from scholarflow.llm.calls import LLM_RETRY
 from scholarflow.nodes.answer import answer_generation
 from scholarflow.nodes.chat import simple_interaction
 from scholarflow.nodes.errors import handle_node_error

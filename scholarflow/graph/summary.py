@@ -10,7 +10,7 @@ from langgraph.graph.state import CompiledStateGraph
 from scholarflow.context import Context
 from scholarflow.graph.handlers import on_error
 from scholarflow.graph.validated import drawn
-from scholarflow.llm import LLM_RETRY
+from scholarflow.llm.calls import LLM_RETRY
 from scholarflow.nodes.guard import guarded
 from scholarflow.nodes.summary import (
     SummaryInput,

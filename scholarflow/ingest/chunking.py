@@ -24,8 +24,8 @@ import numpy as np
 import numpy.typing as npt
 
 from scholarflow.language import HAN_CHAR
+from scholarflow.retrieval.kb import Chunk
 from scholarflow.tokens import encoding
-from scholarflow.tools.kb import Chunk
 
 if TYPE_CHECKING:
     from scholarflow.ingest.extract import ExtractedDocument

@@ -1,7 +1,7 @@
 """Text extraction: PDF (pypdf, page by page), Markdown and plain text.
 
 Whatever the format, the result is a `Document` (so `doc_id` and
-`content_hash` are the canonical ones of `scholarflow.documents`) plus where
+`content_hash` are the canonical ones of `scholarflow.ingest.documents`) plus where
 each PDF page starts in its text, so chunks can say which page they are on.
 
 A request carries a document given directly as text only, so a PDF given
@@ -19,7 +19,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from scholarflow.documents import (
+from scholarflow.ingest.chunking import plain_heading_level
+from scholarflow.ingest.documents import (
     Document,
     DocumentError,
     document_from_bytes,
@@ -28,7 +29,6 @@ from scholarflow.documents import (
     is_pdf,
     read_document_bytes,
 )
-from scholarflow.ingest.chunking import plain_heading_level
 
 if TYPE_CHECKING:
     from pypdf import PdfReader

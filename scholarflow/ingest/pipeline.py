@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from scholarflow.cli_text import has_surrogates, safe_text
-from scholarflow.documents import Document, DocumentError
 from scholarflow.ingest.chunking import ChunkedDocument, chunk_document
+from scholarflow.ingest.documents import Document, DocumentError
 from scholarflow.ingest.extract import (
     SUPPORTED_SUFFIXES,
     ExtractedDocument,
@@ -27,7 +26,8 @@ from scholarflow.ingest.extract import (
     extract_file,
     extracted_from_text,
 )
-from scholarflow.tools.kb import DocumentNotFoundError, KnowledgeBase, StoredDocument
+from scholarflow.printable import has_surrogates, safe_text
+from scholarflow.retrieval.kb import DocumentNotFoundError, KnowledgeBase, StoredDocument
 
 __all__ = [
     "IngestResult",
@@ -93,8 +93,8 @@ async def ingest_paths(
     Creates the knowledge base when it does not exist, with its first
     document: when every file fails, no empty knowledge base is left behind.
     """
-    from scholarflow.tools.kb import KnowledgeBaseNotFoundError
-    from scholarflow.tools.kb_registry import open_knowledge_base
+    from scholarflow.retrieval.kb import KnowledgeBaseNotFoundError
+    from scholarflow.retrieval.kb_registry import open_knowledge_base
 
     collected = await asyncio.to_thread(collect_files, paths)
     files = [item for item in collected if isinstance(item, Path)]

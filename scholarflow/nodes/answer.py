@@ -18,15 +18,15 @@ from typing import Any
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
-from scholarflow import llm
 from scholarflow.bounded import require_progress, require_round
-from scholarflow.budget import MIN_MATERIAL_TOKENS, answer_reserve, prompt_budget, window_words
 from scholarflow.context import Context, first_attempt, get_context
-from scholarflow.empty_answer import require_text
 from scholarflow.errors import ConfigurationError, InternalError, ScholarflowError
 from scholarflow.events import Thinking, emit, node_complete
 from scholarflow.intents import Intent
 from scholarflow.language import answer_language, question_turn
+from scholarflow.llm import calls as llm
+from scholarflow.llm.budget import MIN_MATERIAL_TOKENS, answer_reserve, prompt_budget, window_words
+from scholarflow.llm.empty_answer import require_text
 from scholarflow.nodes.attribution import AttributingFilter
 from scholarflow.nodes.citations import (
     format_chunks,

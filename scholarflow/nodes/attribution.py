@@ -34,8 +34,8 @@ from scholarflow.nodes.attribution_score import (
     wrongly_cited,
 )
 from scholarflow.nodes.citations import CitationFilter
+from scholarflow.retrieval.embeddings import Embedder
 from scholarflow.state import RecalledChunkState
-from scholarflow.tools.embeddings import Embedder
 
 _CITED = re.compile(r"\[(\d{1,4})\]")  # the CitationFilter's output form: valid numbers only
 _RUNS = re.compile(r"[ \t]*(?:\[\d{1,4}\])+")

@@ -33,11 +33,11 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from scholarflow.tools.embeddings import Embedder, OpenAIEmbedder, Vectors, default_embedder
-from scholarflow.tools.index.bm25 import Bm25Index
-from scholarflow.tools.index.crosslingual import lexical_query
-from scholarflow.tools.index.hybrid import lexical_scores
-from scholarflow.tools.index.tokenize import terms_text
+from scholarflow.retrieval.embeddings import Embedder, OpenAIEmbedder, Vectors, default_embedder
+from scholarflow.retrieval.index.bm25 import Bm25Index
+from scholarflow.retrieval.index.crosslingual import lexical_query
+from scholarflow.retrieval.index.hybrid import lexical_scores
+from scholarflow.retrieval.index.tokenize import terms_text
 
 logger = logging.getLogger(__name__)
 
@@ -201,7 +201,7 @@ def _can_call(embedder: Embedder) -> bool:
     """Whether asking `embedder` now cannot wait on the limiter slot the stream holds."""
     if not isinstance(embedder, OpenAIEmbedder):
         return True  # local: no limiter
-    from scholarflow.llm import limiter  # late: llm pulls in LangChain
+    from scholarflow.llm.calls import limiter  # late: llm pulls in LangChain
 
     slots = limiter()
     return slots.in_flight < slots.capacity

@@ -7,10 +7,10 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scholarflow.budget import cap_tokens
 from scholarflow.context import Context
 from scholarflow.errors import ScholarflowError
 from scholarflow.events import Thinking
+from scholarflow.llm.budget import cap_tokens
 from scholarflow.prompts import (
     WEB_RESULT_ITEM,
     WEB_RESULTS_PROMPT,
@@ -21,7 +21,7 @@ from scholarflow.prompts import (
 )
 from scholarflow.state import WebSource
 from scholarflow.tokens import count_tokens
-from scholarflow.tools.web_search import ENGINE_NAMES, SearchResult, web_search
+from scholarflow.web.search import ENGINE_NAMES, SearchResult, web_search
 
 logger = logging.getLogger(__name__)
 

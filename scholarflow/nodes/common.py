@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from langchain_core.messages import AnyMessage
 
-from scholarflow.conversation import as_session_messages
+from scholarflow.sessions.conversation import as_session_messages
 from scholarflow.sessions.history import Stage, history_for, to_chat_messages
 from scholarflow.state import State
 from scholarflow.tokens import count_message_tokens

@@ -39,10 +39,10 @@ from dataclasses import dataclass
 
 from scholarflow.nodes.attribution_score import PassageScorer
 from scholarflow.nodes.citations import format_chunks, number_chunks
+from scholarflow.retrieval.embeddings import Embedder
 from scholarflow.state import RecalledChunkState
 from scholarflow.tokens import count_tokens
 from scholarflow.tokens import truncate_to_tokens as truncate
-from scholarflow.tools.embeddings import Embedder
 
 _JOIN_TOKENS = 2  # the blank line between two passages
 

@@ -13,13 +13,13 @@ from typing import Any, Literal
 
 from langgraph.runtime import Runtime
 
-from scholarflow import llm
 from scholarflow.bounded import LoopLimitError, bounded_rounds
-from scholarflow.budget import cap_tokens, prompt_budget
 from scholarflow.context import Context, get_context
 from scholarflow.errors import LLMError
 from scholarflow.events import Thinking, node_complete
 from scholarflow.intents import Intent
+from scholarflow.llm import calls as llm
+from scholarflow.llm.budget import cap_tokens, prompt_budget
 from scholarflow.nodes.common import history_text
 from scholarflow.nodes.intent_parse import parse_intent_reply
 from scholarflow.nodes.intent_rules import classify_by_rules

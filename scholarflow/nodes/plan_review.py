@@ -33,9 +33,9 @@ from scholarflow.context import Context, get_context
 from scholarflow.errors import ConfigurationError, InputError
 from scholarflow.events import Thinking, node_complete
 from scholarflow.nodes.recall import MAX_LISTED_DOCUMENTS, MAX_SUB_QUESTIONS, build_plan
+from scholarflow.retrieval.index.tokenize import has_words
 from scholarflow.scrub import one_line
 from scholarflow.state import State, SubQuestion
-from scholarflow.tools.index.tokenize import has_words
 
 NODE = "plan_review"
 REVIEW_TYPE = "review_plan"  # the interrupt value's "type": what a client shows and answers

@@ -25,8 +25,6 @@ from langgraph.types import Command, Send
 from pydantic import Field
 from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12 (Studio schemas)
 
-from scholarflow import llm
-from scholarflow.budget import cap_tokens, prompt_budget
 from scholarflow.context import Context, get_context
 from scholarflow.errors import (
     ConfigurationError,
@@ -38,14 +36,18 @@ from scholarflow.errors import (
 )
 from scholarflow.events import Thinking, node_complete
 from scholarflow.language import is_chinese
+from scholarflow.llm import calls as llm
+from scholarflow.llm.budget import cap_tokens, prompt_budget
 from scholarflow.nodes.common import history_text
 from scholarflow.nodes.errors import user_message
 from scholarflow.nodes.intent import SUMMARY_INTENTS, TITLE_TOKENS
+from scholarflow.nodes.recall_scope import DIRECT_KB, prepare_recall, recall_scope, retriever_for
 from scholarflow.prompts import (
     KEY_CHUNK_QUERIES,
     PLAN_FEEDBACK_PROMPT,
     SUB_QUESTION_GENERATION_PROMPT,
 )
+from scholarflow.retrieval.kb import RecalledChunk, RecallParams, best_per_chunk
 from scholarflow.state import (
     DocumentInfo,
     RecalledChunkState,
@@ -55,8 +57,6 @@ from scholarflow.state import (
     SubQuestion,
 )
 from scholarflow.tokens import count_message_tokens, count_tokens
-from scholarflow.tools.kb import RecalledChunk, RecallParams, best_per_chunk
-from scholarflow.tools.recall import DIRECT_KB, prepare_recall, recall_scope, retriever_for
 
 logger = logging.getLogger(__name__)
 MAX_SUB_QUESTIONS = 6

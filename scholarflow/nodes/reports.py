@@ -19,10 +19,10 @@ from langgraph.errors import NodeError
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Send
 
-from scholarflow import llm
 from scholarflow.context import Context, first_attempt, get_context
-from scholarflow.empty_answer import require_text
 from scholarflow.events import node_complete
+from scholarflow.llm import calls as llm
+from scholarflow.llm.empty_answer import require_text
 from scholarflow.nodes.errors import failure_of
 from scholarflow.state import PartialReport, ReportFailure, ReportTask, State
 

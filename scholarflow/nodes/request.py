@@ -16,28 +16,28 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
-from scholarflow.budget import answer_reserve, check_budget, system_reserve, window
 from scholarflow.context import Context, get_context
-from scholarflow.conversation import (
+from scholarflow.errors import InputError, InvalidRequestError
+from scholarflow.events import Thinking, node_complete
+from scholarflow.ingest.documents import Document, document_from_text, documents_from_mapping
+from scholarflow.intents import Intent
+from scholarflow.llm.budget import answer_reserve, check_budget, system_reserve, window
+from scholarflow.llm.window import probe_window
+from scholarflow.nodes.errors import failure_update
+from scholarflow.nodes.guard import scrubbed
+from scholarflow.nodes.recall_scope import DEFAULT_KB, open_kb
+from scholarflow.request_schema import check_request_values
+from scholarflow.retrieval.index.tokenize import has_words
+from scholarflow.retrieval.kb import DocumentNotFoundError
+from scholarflow.sessions.conversation import (
     META,
     active_tokens,
     message_text,
     question_message,
     session_stats,
 )
-from scholarflow.documents import Document, document_from_text, documents_from_mapping
-from scholarflow.errors import InputError, InvalidRequestError
-from scholarflow.events import Thinking, node_complete
-from scholarflow.intents import Intent
-from scholarflow.model_window import probe_window
-from scholarflow.nodes.errors import failure_update
-from scholarflow.nodes.guard import scrubbed
-from scholarflow.request_schema import check_request_values
 from scholarflow.state import DocumentInfo, State
 from scholarflow.tokens import available_tokens, count_tokens
-from scholarflow.tools.index.tokenize import has_words
-from scholarflow.tools.kb import DocumentNotFoundError
-from scholarflow.tools.recall import DEFAULT_KB, open_kb
 
 
 def fresh_run() -> dict[str, Any]:

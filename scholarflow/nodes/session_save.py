@@ -16,21 +16,21 @@ from typing import Any, cast
 from langchain_core.messages import BaseMessage
 from langgraph.runtime import Runtime
 
-from scholarflow import llm
-from scholarflow.budget import cap_tokens, prompt_budget, window
 from scholarflow.context import Context, get_context
-from scholarflow.conversation import (
+from scholarflow.errors import ScholarflowError
+from scholarflow.events import Thinking, emit, node_complete
+from scholarflow.llm import calls as llm
+from scholarflow.llm.budget import cap_tokens, prompt_budget, window
+from scholarflow.nodes.errors import run_error
+from scholarflow.prompts import SESSION_COMPRESSION_PROMPT
+from scholarflow.sessions.compression import compression_split
+from scholarflow.sessions.conversation import (
     active_tokens,
     answer_message,
     as_session_messages,
     compression_update,
     session_stats,
 )
-from scholarflow.errors import ScholarflowError
-from scholarflow.events import Thinking, emit, node_complete
-from scholarflow.nodes.errors import run_error
-from scholarflow.prompts import SESSION_COMPRESSION_PROMPT
-from scholarflow.sessions.compression import compression_split
 from scholarflow.sessions.models import Message
 from scholarflow.state import LLMUsage, State
 from scholarflow.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens

@@ -17,25 +17,25 @@ from langgraph.types import Send
 from pydantic import Field
 from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12 (Studio schemas)
 
-from scholarflow import llm
-from scholarflow.budget import (
+from scholarflow.context import Context, first_attempt, get_context
+from scholarflow.errors import ConfigurationError
+from scholarflow.events import Thinking, emit, node_complete
+from scholarflow.llm import calls as llm
+from scholarflow.llm.budget import (
     MIN_MATERIAL_TOKENS,
     answer_reserve,
     cap_tokens,
     prompt_budget,
     window_words,
 )
-from scholarflow.context import Context, first_attempt, get_context
-from scholarflow.empty_answer import require_text
-from scholarflow.errors import ConfigurationError
-from scholarflow.events import Thinking, emit, node_complete
+from scholarflow.llm.empty_answer import require_text
+from scholarflow.nodes.recall_scope import key_chunks_text, open_kb
 from scholarflow.prompts import DOCUMENT_CONDENSED_SUMMARY_PROMPT
-from scholarflow.sessions.cache import summary_cache_key
-from scholarflow.sessions.registry import summary_cache
+from scholarflow.retrieval.index import DEFAULT_KB
 from scholarflow.state import DocSummary, DocSummaryTask, DocumentInfo, LLMUsage, merge_summaries
+from scholarflow.storage.cache_registry import summary_cache
+from scholarflow.storage.summary_cache import summary_cache_key
 from scholarflow.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
-from scholarflow.tools.index import DEFAULT_KB
-from scholarflow.tools.recall import key_chunks_text, open_kb
 
 logger = logging.getLogger(__name__)
 

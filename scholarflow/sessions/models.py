@@ -1,6 +1,6 @@
 """The session's message model, seed 004's view of the thread's messages.
 
-The conversation itself is the thread's `messages` (scholarflow/conversation.py);
+The conversation itself is the thread's `messages` (scholarflow/sessions/conversation.py);
 history windows and the compression split work on these plain frozen views,
 so seed 004's rules do not depend on LangChain's message classes.
 """

@@ -1,0 +1,1 @@
+"""The command line: `scholarflow ask | resume | route | sessions | ingest | search`."""

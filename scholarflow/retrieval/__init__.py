@@ -1,0 +1,2 @@
+"""Retrieval: knowledge bases (the embedded index, Elasticsearch), the recall API,
+embeddings and reranking."""

@@ -1,1 +1,0 @@
-"""Tools the nodes call: recall over knowledge bases and web search."""

@@ -1,0 +1,1 @@
+"""Web search for chat: Tavily or Bocha."""

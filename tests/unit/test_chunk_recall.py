@@ -1,0 +1,260 @@
+"""The chunk_recall branch end to end: sub-questions, parallel recall, cited answers."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+
+from scholarflow import Context
+from scholarflow.ingest.documents import document_from_text
+from scholarflow.ingest.pipeline import add_document
+from scholarflow.nodes import recall as recall_nodes
+from scholarflow.nodes.recall import recall_questions
+from scholarflow.prompts import KEY_CHUNK_QUERIES
+from scholarflow.retrieval.kb import RecalledChunk
+from scholarflow.retrieval.kb_registry import open_knowledge_base
+from scholarflow.state import DocumentInfo, RecallStep, RecallStepTask, SubQuestion
+from tests.conftest import SUMMARY_RULE, big_paper, paper, run_graph, small_context, types
+from tests.support import FakeOpenAIServer
+
+SUBQ_RULE = "search questions that together retrieve"  # SUB_QUESTION_GENERATION_PROMPT
+ANSWER_RULE = "numbered passages recalled"  # CITED_MATERIAL_PROMPT
+
+
+def _docs() -> dict[str, str]:
+    return {"anchor": paper("en_sparse_attention.md"), "rag": paper("en_retrieval_qa.md")}
+
+
+def _answer_prompt(server: FakeOpenAIServer) -> str:
+    requests = [r for r in server.stats().requests if ANSWER_RULE in str(r["messages"])]
+    assert len(requests) == 1
+    return str(requests[0]["messages"][0]["content"])
+
+
+def _done(events: list[dict[str, Any]], node: str) -> list[dict[str, Any]]:
+    return [e for e in events if e["type"] == "node_complete" and e["node"] == node]
+
+
+async def test_several_documents_question_recalls_per_document_and_cites(
+    fake_llm: FakeOpenAIServer,
+) -> None:
+    fake_llm.configure(rules=[
+        {"match": SUBQ_RULE, "reply": '{"sub_questions": ['
+         '{"question": "learning rate and batch size", "translation": "学习率和批大小", '
+         '"doc_id": "anchor"}, '
+         '{"question": "learning rate and batch size", "doc_id": "rag"}]}'},
+        {"match": ANSWER_RULE, "reply": "AnchorWindow used 3e-4 [1]; SectionRAG 2e-5 [2] [17]."},
+    ])
+    out, events = await run_graph({"query": "Which learning rate does each paper use?",
+                                   "document_contents": _docs()})
+    assert out["error"] is None, out["error"]
+    assert (out["detected_intent"], out["strategy"]) == ("LITERATURE_QA", "chunk_recall")
+    assert out["answer"] == "AnchorWindow used 3e-4 [1]; SectionRAG 2e-5 [2]."  # [17]: no chunk
+    streamed = "".join(e["content"] for e in events if e["type"] == "answer_chunk")
+    assert streamed == out["answer"]
+    assert [s["n"] for s in out["sources"]] == [1, 2]
+    assert {s["doc_id"] for s in out["sources"]} <= {"anchor", "rag"}
+    steps = _done(events, "recall_step")
+    assert len(steps) == 2 and all(e["chunks"] > 0 for e in steps)
+    assert _done(events, "execution")[0]["failed"] == 0
+    prompt = _answer_prompt(fake_llm)
+    assert '<chunk n="1"' in prompt and "AnchorWindow" in prompt
+    final = next(e for e in events if e["type"] == "final_answer")
+    assert final["sources"] == out["sources"]
+
+
+async def test_failed_sub_questions_fall_back_to_the_question(fake_llm: FakeOpenAIServer) -> None:
+    fake_llm.configure(rules=[
+        {"match": SUBQ_RULE, "reply": "I cannot do JSON today."},
+        {"match": ANSWER_RULE, "reply": "It is 3e-4 [1]."},
+    ])
+    out, events = await run_graph({"query": "Which learning rate does each paper use?",
+                                   "document_contents": _docs()})
+    assert out["answer"] == "It is 3e-4 [1]." and out["sources"][0]["n"] == 1
+    # Several documents: the question aimed at each one.
+    assert len(_done(events, "recall_step")) == 2
+    assert _done(events, "plan_generation")[0]["steps"] == 2
+    # One document: the question itself is the one step.
+    fake_llm.reset()
+    fake_llm.configure(rules=[
+        {"match": SUBQ_RULE, "reply": "I cannot do JSON today."},
+        {"match": ANSWER_RULE, "reply": "It is 3e-4 [1]."},
+    ])
+    ctx = Context(max_context_tokens=11_000, reserved_answer_tokens=8_000,
+                  system_tokens_estimate=500)
+    out, events = await run_graph({"query": "Which learning rate did they use?",
+                                   "content": paper("en_sparse_attention.md")}, ctx)
+    assert out["strategy"] == "chunk_recall" and out["error"] is None, out["error"]
+    assert _done(events, "plan_generation")[0]["steps"] == 1
+
+
+async def test_one_large_document_is_answered_from_recall(fake_llm: FakeOpenAIServer) -> None:
+    fake_llm.configure(rules=[{"match": ANSWER_RULE, "reply": "Batch 32 [1]."}])
+    ctx = Context(max_context_tokens=11_000, reserved_answer_tokens=8_000,
+                  system_tokens_estimate=500)
+    out, _ = await run_graph({"query": "What batch size did they use?",
+                              "content": paper("en_sparse_attention.md")}, ctx)
+    assert out["strategy"] == "chunk_recall" and out["error"] is None, out["error"]
+    assert out["answer"] == "Batch 32 [1]."
+    limit = ctx.max_context_tokens - ctx.reserved_answer_tokens
+    from scholarflow.tokens import count_message_tokens
+    assert all(count_message_tokens(str(m["content"]) for m in r["messages"]) <= limit
+               for r in fake_llm.stats().requests)
+
+
+async def test_knowledge_base_documents_by_id(fake_llm: FakeOpenAIServer) -> None:
+    kb = await open_knowledge_base("lab", create=True)
+    for doc_id, text in _docs().items():
+        await add_document(kb, document_from_text(text, doc_id=doc_id))
+    fake_llm.configure(rules=[{"match": "precise question", "reply": "3e-4"}])
+    out, _ = await run_graph({"query": "What learning rate did they use?", "kb": "lab",
+                              "doc_ids": ["anchor"]})
+    assert (out["strategy"], out["answer"]) == ("full_content", "3e-4")
+    assert "AnchorWindow" in str(fake_llm.stats().requests[-1]["messages"][0]["content"])
+    # every document of the knowledge base when no id is named
+    out, _ = await run_graph({"query": "Summarize these papers", "kb": "lab"})
+    assert out["strategy"] == "multi_doc_summary" and out["error"] is None
+    # another knowledge base does not have them
+    await open_knowledge_base("other", create=True)
+    out, _events = await run_graph({"query": "What learning rate did they use?", "kb": "other",
+                                   "doc_ids": ["anchor"]})
+    assert out["error"] and "no document anchor in knowledge base 'other'" in out["error"]
+    out, _ = await run_graph({"query": "What learning rate?", "kb": "missing"})
+    assert out["error"] and "no knowledge base 'missing'" in out["error"]
+
+
+async def test_large_document_in_a_summary_uses_key_chunks(fake_llm: FakeOpenAIServer) -> None:
+    fake_llm.configure(rules=[
+        {"match": SUMMARY_RULE, "reply": "summary"},
+        {"match": "summarise a set", "reply": "ALL"},
+    ])
+    out, events = await run_graph({"query": "Summarize these papers",
+                                   "document_contents": {"big": big_paper(),
+                                                         "small": "# S\n\nshort"}},
+                                  small_context())
+    assert out["answer"] == "ALL" and out["error"] is None, out["error"]
+    prompts = [str(r["messages"][0]["content"]) for r in fake_llm.stats().requests
+               if SUMMARY_RULE in str(r["messages"])]
+    big_prompt = next(p for p in prompts if "AnchorWindow" in p)
+    assert big_prompt.count("Appendix") < 30  # not the whole text: its key chunks
+    assert "doc_summary_error" not in types(events)
+
+
+
+async def test_a_step_searches_its_translation_and_keeps_the_best_score(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    searched: list[tuple[str, list[str] | None]] = []
+
+    class Recorder:
+        async def search(self, query: str, *, doc_ids: Any, params: Any) -> list[RecalledChunk]:
+            searched.append((query, doc_ids))
+            score = {"batch size": 0.4, "批大小": 0.9}[query]
+            return [RecalledChunk(doc_id="zh", chunk_id="zh:00001", score=score, text="批大小为 32",
+                                  title="T", heading=None, page=None),
+                    RecalledChunk(doc_id="en", chunk_id=f"en:{query}", score=0.3, text="x",
+                                  title="T", heading=None, page=None)]
+
+    async def fake_retriever(*_args: Any) -> Recorder:
+        return Recorder()
+
+    monkeypatch.setattr(recall_nodes, "retriever_for", fake_retriever)
+    step = RecallStep(step=1, kind="recall", queries=["batch size", "批大小"], doc_id="zh")
+    update = await recall_nodes.recall_step(
+        RecallStepTask(step=step, kb=None, doc_ids=[], direct_doc_ids=["zh", "en"]),
+        None)  # type: ignore[arg-type]
+    assert searched == [("batch size", ["zh"]), ("批大小", ["zh"])]
+    recalled = update["recalled"]
+    assert recalled[0]["chunk_id"] == "zh:00001" and recalled[0]["score"] == 0.9
+    assert len(recalled) == 3 and update["completed_steps"] == [1]
+
+
+# --- every document gets a step; a summary's fallback searches for the key parts -------------
+
+LR_QUESTION = "Which learning rate does each paper use?"
+
+
+def _eight_documents() -> dict[str, str]:
+    """One long document whose many sections all talk of learning rates, and seven notes."""
+    runs = "\n\n".join(
+        f"## Run {i}\n\nThe learning rate of run {i} was 3e-{i % 5 + 2}; the learning rate "
+        "warmed up, then the learning rate decayed with a cosine learning rate schedule."
+        for i in range(30))
+    docs = {"sweep": "# Learning Rate Sweep\n\n" + runs}
+    for k in range(1, 8):
+        docs[f"note{k}"] = (f"# Field Note {k}\n\nWe trained model N{k} on our corpus for "
+                            f"{k} days and used a learning rate of {k}e-5 with Adam. "
+                            + "The corpus was cleaned and deduplicated before training. " * 4)
+    return docs
+
+
+def _prompt_titles(server: FakeOpenAIServer) -> set[str]:
+    return set(re.findall(r'<chunk n="\d+" title="([^"]*)"', _answer_prompt(server)))
+
+
+@pytest.mark.parametrize("planner", ["fails", "aims_at_each"])
+async def test_every_one_of_eight_documents_is_recalled(
+    fake_llm: FakeOpenAIServer, planner: str
+) -> None:
+    docs = _eight_documents()
+    # More sub-questions than the cap, one per document: the last two are cut off.
+    aimed = json.dumps({"sub_questions": [
+        {"question": "learning rate", "doc_id": d} for d in docs]})
+    fake_llm.configure(rules=[
+        {"match": SUBQ_RULE, "reply": aimed if planner == "aims_at_each" else "no JSON"},
+        {"match": ANSWER_RULE, "reply": "They differ [1]."},
+    ])
+    out, events = await run_graph({"query": LR_QUESTION, "document_contents": docs,
+                                   "mode_type": "LITERATURE_QA"})
+    assert out["error"] is None and out["strategy"] == "chunk_recall", out["error"]
+    assert _done(events, "plan_generation")[0]["steps"] == 8
+    assert _prompt_titles(fake_llm) == {"Learning Rate Sweep",
+                                        *(f"Field Note {k}" for k in range(1, 8))}
+
+
+def _info(doc_id: str) -> DocumentInfo:
+    return DocumentInfo(doc_id=doc_id, title=doc_id, tokens=1, content_hash=doc_id)
+
+
+def test_recall_questions_cover_every_document_after_the_planned_ones() -> None:
+    planned = [SubQuestion(question="lr", translation="学习率", doc_id="b"),
+               SubQuestion(question="data", translation=None, doc_id=None)]
+    docs = [_info("a"), _info("b"), _info("c")]
+    assert [(q["question"], q["doc_id"]) for q in
+            recall_questions(planned, "Q?", docs, "LITERATURE_QA")[0]] == [
+        ("lr", "b"), ("data", None), ("Q?", "a"), ("Q?", "c")]
+    one = [_info("a")]
+    assert recall_questions([], "Q?", one, "PAPER_REVIEW")[0] == [
+        SubQuestion(question="Q?", translation=None, doc_id=None)]
+    assert recall_questions(planned, "Q?", one, "LITERATURE_SUMMARY")[0] == planned
+    probes, _note = recall_questions([], "Summarize it", one, "REVIEW_GENERATION")
+    assert [q["question"] for q in probes] == list(KEY_CHUNK_QUERIES)
+    assert {q["doc_id"] for q in probes} == {"a"}
+    # A whole large knowledge base: one search over all of it, not one per document.
+    many = [_info(f"d{i}") for i in range(recall_nodes.MAX_LISTED_DOCUMENTS + 1)]
+    assert recall_questions([], "Q?", many, "LITERATURE_QA")[0] == [
+        SubQuestion(question="Q?", translation=None, doc_id=None)]
+
+
+async def test_a_large_document_summary_falls_back_to_its_key_parts(
+    fake_llm: FakeOpenAIServer,
+) -> None:
+    fake_llm.configure(rules=[
+        {"match": SUBQ_RULE, "reply": "no JSON"},
+        {"match": ANSWER_RULE, "reply": "A summary [1]."},
+    ])
+    ctx = Context(max_context_tokens=11_000, reserved_answer_tokens=8_000,
+                  system_tokens_estimate=500)
+    out, events = await run_graph({"query": "Summarize this paper", "mode_type":
+                                   "LITERATURE_SUMMARY",
+                                   "content": paper("en_sparse_attention.md")}, ctx)
+    assert out["error"] is None and out["strategy"] == "chunk_recall", out["error"]
+    assert _done(events, "plan_generation")[0]["steps"] == len(KEY_CHUNK_QUERIES)
+    prompt = _answer_prompt(fake_llm)
+    chunks = prompt[prompt.index("<chunk"):]
+    # The method, the results and the limitations: not what "summarize this paper" finds.
+    for part in ("2 Method", "3.2 Main results", "4 Limitations"):
+        assert part in chunks, part

@@ -1,0 +1,393 @@
+"""Ingestion: PDF/Markdown/text extraction, chunking along structure, and the pipeline."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import re
+import sys
+import types
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from pypdf import PdfWriter
+from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
+
+from scholarflow.ingest import chunk_document, chunk_text, extract_file
+from scholarflow.ingest.chunking import MAX_TOKENS, plain_heading_level
+from scholarflow.ingest.documents import DocumentError, content_hash, load_document_file
+from scholarflow.ingest.pipeline import collect_files, ingest_files, ingest_paths
+from scholarflow.retrieval.kb import Chunk, RecalledChunk, RecallParams, StoredDocument
+from scholarflow.tokens import count_tokens
+from tests.conftest import EXAMPLES
+
+D2L = Path("/work/shared/corpus/d2l")
+
+
+# --- helpers ----------------------------------------------------------------------
+
+
+def make_pdf(pages: Sequence[Sequence[str]], *, title: str | None = None,
+             password: str | None = None, algorithm: str = "AES-128") -> bytes:
+    """A PDF with one Helvetica text line per string, written by pypdf itself."""
+    writer = PdfWriter()
+    font = writer._add_object(DictionaryObject({
+        NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
+        NameObject("/BaseFont"): NameObject("/Helvetica"),
+    }))
+    for lines in pages:
+        page = writer.add_blank_page(612, 792)
+        ops = ["BT", "/F1 10 Tf", "13 TL", "50 750 Td"]
+        for line in lines:
+            escaped = line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+            ops.append(f"({escaped}) Tj T*")
+        ops.append("ET")
+        stream = DecodedStreamObject()
+        stream.set_data("\n".join(ops).encode("latin-1"))
+        page[NameObject("/Contents")] = writer._add_object(stream)
+        page[NameObject("/Resources")] = DictionaryObject(
+            {NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})})
+    if title:
+        writer.add_metadata({"/Title": title})
+    if password is not None:
+        writer.encrypt(user_password=password, owner_password="owner", algorithm=algorithm)
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+PAGE_1 = ["1 Introduction", "Sparse attention lowers the memory of long inputs.",
+          "We study it on scientific papers.",
+          "2 Method", "The model attends to local windows and a few global tokens."]
+PAGE_2 = ["2.1 Training", "Training uses sequences of 32k tokens on eight GPUs.",
+          "3 Results", "Memory falls eightfold against dense attention."]
+
+
+def write(tmp_path: Path, name: str, data: bytes | str) -> Path:
+    path = tmp_path / name
+    path.write_bytes(data.encode() if isinstance(data, str) else data)
+    return path
+
+
+class MemoryKB:
+    """The KnowledgeBase interface in memory; `add` is atomic, like the real one."""
+
+    name = "memory"
+
+    def __init__(self) -> None:
+        self.docs: dict[str, StoredDocument] = {}
+        self.texts: dict[str, str] = {}
+        self.chunks: dict[str, list[Chunk]] = {}
+        self.adds = 0
+
+    async def add(self, document: StoredDocument, text: str, chunks: Sequence[Chunk]) -> bool:
+        self.adds += 1
+        if document.doc_id in self.docs:
+            return False
+        self.docs[document.doc_id], self.texts[document.doc_id] = document, text
+        self.chunks[document.doc_id] = list(chunks)
+        return True
+
+    async def documents(self, doc_ids: Sequence[str] | None = None) -> list[StoredDocument]:
+        return [self.docs[d] for d in (doc_ids or list(self.docs)) if d in self.docs]
+
+    async def document_text(self, doc_id: str) -> str:
+        return self.texts[doc_id]
+
+    async def search(self, query: str, *, doc_ids: Sequence[str] | None,
+                     params: RecallParams) -> list[RecalledChunk]:
+        words = set(query.lower().split())
+        found = [RecalledChunk(c.doc_id, c.chunk_id, len(words & set(c.text.lower().split())),
+                               c.text, self.docs[c.doc_id].title, c.heading, c.page)
+                 for d, cs in self.chunks.items() if not doc_ids or d in doc_ids for c in cs]
+        return sorted((c for c in found if c.score), key=lambda c: -c.score)[:params.top_n]
+
+    async def close(self) -> None:
+        pass
+
+
+# --- extraction -------------------------------------------------------------------
+
+
+def test_pdf_pages_title_and_headings(tmp_path: Path) -> None:
+    path = write(tmp_path, "paper.pdf", make_pdf([PAGE_1, PAGE_2], title="Sparse Attention"))
+    extracted = extract_file(path)
+    doc = extracted.document
+    assert extracted.kind == "pdf"
+    assert doc.title == "Sparse Attention"
+    assert doc.doc_id == content_hash(doc.content)[:16] and doc.source == str(path)
+    assert [number for number, _ in extracted.pages] == [1, 2]
+    second = extracted.pages[1][1]
+    assert doc.content[second:].startswith("2.1 Training")
+    assert extracted.page_at(0) == 1 and extracted.page_at(second) == 2
+    # through --file: its pages and title kept in the text (tests/integration/test_direct_pdf.py)
+    assert load_document_file(path).title == doc.title
+
+    chunks = chunk_document(extracted, target_tokens=30, max_tokens=60).chunks
+    where = {c.heading: c.page for c in chunks}
+    assert where["1 Introduction"] == 1
+    assert where["2 Method > 2.1 Training"] == 2
+    assert where["3 Results"] == 2
+    assert all(c.text in doc.content for c in chunks)
+
+
+def test_pdf_title_falls_back_to_first_line(tmp_path: Path) -> None:
+    pages = [["Attention Is Sparse", "A. Person", *PAGE_1]]
+    for metadata in (None, "Microsoft Word - draft.docx", "untitled"):
+        doc = extract_file(write(tmp_path, "p.pdf", make_pdf(pages, title=metadata))).document
+        assert doc.title == "Attention Is Sparse"
+
+
+def test_pdf_blank_page_keeps_numbering(tmp_path: Path) -> None:
+    extracted = extract_file(write(tmp_path, "p.pdf", make_pdf([PAGE_1, [], PAGE_2])))
+    assert [number for number, _ in extracted.pages] == [1, 3]
+
+
+def test_encrypted_pdf(tmp_path: Path) -> None:
+    locked = write(tmp_path, "locked.pdf", make_pdf([PAGE_1], password="s3cret"))
+    with pytest.raises(DocumentError) as info:
+        extract_file(locked)
+    assert str(info.value) == f"{locked} is encrypted; decrypt it first"
+    # An empty user password only restricts permissions: it opens.
+    for algorithm in ("RC4-128", "AES-128"):
+        opened = write(tmp_path, f"{algorithm}.pdf",
+                       make_pdf([PAGE_1], password="", algorithm=algorithm))
+        assert "Sparse attention" in extract_file(opened).document.content
+
+
+@pytest.mark.parametrize("keep", [0.5, 0.9, 0.05])
+def test_corrupt_pdf(tmp_path: Path, keep: float) -> None:
+    data = make_pdf([PAGE_1, PAGE_2])
+    path = write(tmp_path, "cut.pdf", data[: int(len(data) * keep)])
+    with pytest.raises(DocumentError, match=re.escape(f"{path} is not a readable PDF (")) as info:
+        extract_file(path)
+    assert "\n" not in str(info.value)
+
+
+def test_pdf_by_content_whatever_the_name(tmp_path: Path) -> None:
+    path = write(tmp_path, "paper.txt", make_pdf([PAGE_1]))
+    assert extract_file(path).kind == "pdf"
+    fake = write(tmp_path, "notes.pdf", "plain text, not a PDF")
+    with pytest.raises(DocumentError, match="is not a readable PDF"):
+        extract_file(fake)
+
+
+def test_scanned_pdf_has_no_text(tmp_path: Path) -> None:
+    path = write(tmp_path, "scan.pdf", make_pdf([[], []]))
+    with pytest.raises(DocumentError, match=r"no extractable text.*OCR"):
+        extract_file(path)
+
+
+@pytest.mark.parametrize("name", ["empty.pdf", "empty.md", "empty.txt"])
+def test_empty_file(tmp_path: Path, name: str) -> None:
+    path = write(tmp_path, name, b"")
+    with pytest.raises(DocumentError, match=re.escape(f"{path} is empty")):
+        extract_file(path)
+
+
+def test_markdown_and_text_kinds(tmp_path: Path) -> None:
+    assert extract_file(EXAMPLES / "en_sparse_attention.md").kind == "markdown"
+    assert extract_file(write(tmp_path, "n.txt", "Title\n\nBody.\n")).kind == "text"
+    assert extract_file(EXAMPLES / "en_sparse_attention.md").pages == ()
+
+
+# --- chunking ---------------------------------------------------------------------
+
+
+MARKDOWN = """# A Paper
+
+Authors: A. Person
+
+## 3 Method
+
+### 3.1 Data
+
+We use data.
+
+```python
+# a comment, not a heading
+
+x = 1
+```
+
+### 3.2 Training
+
+{long}
+
+## 4 Results
+
+Short results.
+"""
+
+
+def test_chunks_follow_headings_and_never_cross_them() -> None:
+    text = MARKDOWN.format(long="Training is careful and slow. " * 200)
+    chunks = chunk_text(text, "doc", target_tokens=100, max_tokens=128).chunks
+    headings = [c.heading for c in chunks]
+    assert headings[0] is None  # the title is the document's, not a section of every chunk
+    assert headings[1] == "3 Method > 3.1 Data"  # the empty "3 Method" rides along
+    assert chunks[1].text.startswith("## 3 Method\n\n### 3.1 Data")
+    assert "# a comment, not a heading" in chunks[1].text
+    training = [c for c in chunks if c.heading == "3 Method > 3.2 Training"]
+    assert len(training) > 5
+    assert headings[-1] == "4 Results" and chunks[-1].text == "## 4 Results\n\nShort results."
+    assert all(c.page is None for c in chunks)
+
+
+def test_chunk_ids_sizes_and_overlap_only_at_splits() -> None:
+    text = MARKDOWN.format(long="Training is careful and slow. " * 200)
+    result = chunk_text(text, "abc", target_tokens=100, max_tokens=128, overlap_tokens=20)
+    chunks = result.chunks
+    assert [c.chunk_id for c in chunks] == [f"abc:{n:05d}" for n in range(len(chunks))]
+    assert [c.n for c in chunks] == list(range(len(chunks)))
+    assert result.tokens == count_tokens(text)
+    for chunk in chunks:
+        assert chunk.tokens == pytest.approx(count_tokens(chunk.text), abs=2)
+        assert count_tokens(chunk.text) <= 128
+    training = [c for c in chunks if c.heading == "3 Method > 3.2 Training"]
+    for before, after in itertools.pairwise(training):
+        assert after.text.split(". ")[0] in before.text  # overlapping sentence
+    # No overlap between whole paragraphs.
+    assert "Short results." not in chunks[-2].text
+
+
+def test_paragraphs_packed_up_to_target() -> None:
+    paragraphs = [f"Paragraph {i} says something about retrieval." for i in range(100)]
+    chunks = chunk_text("\n\n".join(paragraphs), "d", target_tokens=50, max_tokens=64).chunks
+    assert 10 < len(chunks) < 30
+    assert all(c.tokens <= 50 for c in chunks)
+    for chunk in chunks:  # whole paragraphs only: no cut mid-paragraph
+        assert chunk.text.startswith("Paragraph") and chunk.text.endswith("retrieval.")
+
+
+def test_chinese_sentences_split_on_chinese_punctuation() -> None:
+    sentence = "我们的方法在所有数据集上都取得了最好的结果。"
+    text = "## 4 结果\n\n" + sentence * 80 + "\n\n真的吗？是的！"
+    chunks = chunk_text(text, "zh", target_tokens=100, max_tokens=128).chunks
+    assert len(chunks) > 3
+    assert all(c.heading == "4 结果" for c in chunks)
+    for chunk in chunks[:-1]:
+        assert chunk.text.endswith("。")
+        assert count_tokens(chunk.text) <= 128
+
+
+def test_unpunctuated_text_is_cut_at_the_hard_max() -> None:
+    text = "token " * 5000 + "\n\n" + "无标点中文" * 2000
+    chunks = chunk_text(text, "x", target_tokens=300, max_tokens=400).chunks
+    assert all(count_tokens(c.text) <= 400 for c in chunks)
+    assert "".join(c.text for c in chunks).replace(" ", "") == text.replace(" ", "").replace(
+        "\n", "")
+
+
+def test_text_files_with_numbered_headings() -> None:
+    text = "Title\n\n1 Introduction\n\nIntro text.\n\n1.1 Scope\n\nScope text.\n"
+    chunks = chunk_text(text, "t", kind="text").chunks
+    assert [c.heading for c in chunks] == [None, "1 Introduction", "1 Introduction > 1.1 Scope"]
+
+
+@pytest.mark.parametrize(("line", "level"), [
+    ("3 Method", 1), ("3.2 Training", 2), ("3.2.1 Data Mixes", 3), ("Abstract", 1),
+    ("References", 1), ("IV. Results", 1), ("二、方法", 1), ("2 相关工作", 1), ("摘要", 1),
+    ("3 the model uses less memory than dense attention does.", None),
+    ("2020 was a good year", None), ("1 0.52 0.61 0.77", None), ("plain words", None),
+])
+def test_plain_heading_level(line: str, level: int | None) -> None:
+    assert plain_heading_level(line) == level
+
+
+def test_deterministic() -> None:
+    text = (EXAMPLES / "zh_hybrid_retrieval.md").read_text(encoding="utf-8")
+    assert chunk_text(text, "d") == chunk_text(text, "d")
+
+
+@pytest.mark.skipif(not D2L.is_dir(), reason="the d2l corpus is not on this machine")
+def test_d2l_corpus_bounds() -> None:
+    # Speed is bench/recall_speed.py's to measure: a timed assertion fails on a busy machine.
+    texts = [p.read_text(encoding="utf-8") for p in sorted(D2L.glob("*.md"))]
+    results = [chunk_text(t, f"d{i}") for i, t in enumerate(texts)]
+    for text, result in zip(texts, results, strict=True):
+        assert result.tokens == count_tokens(text)
+        for chunk in result.chunks:
+            assert 0 < count_tokens(chunk.text) <= MAX_TOKENS
+            assert chunk.text in text
+
+
+# --- pipeline ---------------------------------------------------------------------
+
+
+async def test_ingest_files_added_unchanged_and_errors(tmp_path: Path) -> None:
+    kb = MemoryKB()
+    pdf = write(tmp_path, "paper.pdf", make_pdf([PAGE_1, PAGE_2]))
+    files = [EXAMPLES / "en_sparse_attention.md", write(tmp_path, "empty.md", ""), pdf,
+             tmp_path / "missing.md", EXAMPLES / "zh_hybrid_retrieval.md"]
+    seen: list[str] = []
+    results = await ingest_files(kb, files, on_result=lambda r: seen.append(r.status))
+    assert seen == [r.status for r in results] == [
+        "added", "error", "added", "error", "added"]
+    assert results[1].error == f"{files[1]} is empty; give a file with some text"
+    assert results[3].error == f"no such file: {files[3]}; check the path"
+    good = results[0]
+    stored = kb.docs[good.doc_id or ""]
+    assert (stored.chunks, stored.tokens, stored.title) == (good.chunks, good.tokens, good.title)
+    assert good.as_json().keys() == {"doc_id", "title", "chunks", "tokens", "source", "status"}
+    assert kb.chunks[results[2].doc_id or ""][0].page == 1
+
+    before = (dict(kb.docs), kb.adds)
+    again = await ingest_files(kb, [files[0], pdf])
+    assert [r.status for r in again] == ["unchanged", "unchanged"]
+    assert (kb.docs, kb.adds) == before  # not even an `add` call: nothing to embed
+
+
+async def test_collect_files_walks_directories_sorted(tmp_path: Path) -> None:
+    (tmp_path / "b").mkdir()
+    (tmp_path / ".hidden").mkdir()
+    for name in ("b/z.md", "b/a.pdf", "a.txt", "image.png", ".hidden/x.md", "c.MD"):
+        write(tmp_path, name, "x")
+    (tmp_path / "empty").mkdir()
+    found = collect_files([tmp_path, tmp_path / "empty", "given.png"])
+    names = [str(p.relative_to(tmp_path)) if isinstance(p, Path) and p.is_absolute() else p
+             for p in found]
+    assert names[:4] == ["a.txt", "c.MD", "b/a.pdf", "b/z.md"]
+    assert getattr(names[4], "status", None) == "error"
+    assert "holds no PDF, Markdown or text files" in (getattr(names[4], "error", "") or "")
+    assert names[5] == Path("given.png")  # named directly: tried whatever its suffix
+
+
+async def test_ingest_paths_opens_and_closes_the_kb(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scholarflow.retrieval.kb import KnowledgeBaseNotFoundError
+
+    kb = MemoryKB()
+    opened: list[tuple[str, bool]] = []
+    created: set[str] = set()
+
+    async def open_knowledge_base(name: str, *, create: bool = False,
+                                  embedder: object = None) -> MemoryKB:
+        opened.append((name, create))
+        if not create and name not in created:
+            raise KnowledgeBaseNotFoundError(f"no knowledge base {name!r}")
+        created.add(name)
+        return kb
+
+    fake = types.ModuleType("scholarflow.retrieval.kb_registry")
+    fake.open_knowledge_base = open_knowledge_base  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "scholarflow.retrieval.kb_registry", fake)
+    counts: list[int] = []
+    (tmp_path / "empty").mkdir()
+    results = await ingest_paths([EXAMPLES, tmp_path / "empty", tmp_path / "missing.md"],
+                                 "mine", on_files=counts.append)
+    assert opened == [("mine", False), ("mine", True)] and counts == [5]
+    # a directory with nothing to ingest is known first; a missing file when it is read
+    assert [r.status for r in results] == ["error"] + ["added"] * 4 + ["error"]
+    assert len(kb.docs) == 4
+
+    opened.clear()  # nothing readable: a new knowledge base is not created at all
+    bad = write(tmp_path, "bad.pdf", b"%PDF-1.4 cut short")
+    results = await ingest_paths([bad, tmp_path / "missing.md"], "onlybad")
+    assert [r.status for r in results] == ["error", "error"]
+    assert opened == [("onlybad", False)] and "onlybad" not in created
+    opened.clear()  # an existing one is opened as it is
+    results = await ingest_paths([EXAMPLES / "en_sparse_attention.md"], "mine")
+    assert opened == [("mine", False)] and [r.status for r in results] == ["unchanged"]
