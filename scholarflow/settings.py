@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar, overload
 
 from scholarflow.errors import ConfigurationError
+from scholarflow.url_secrets import redact_url
 
 T = TypeVar("T")
 
@@ -95,8 +96,6 @@ class Setting(Generic[T]):
         if self.secret:
             return repr(Secret(raw))
         if self.url:
-            from scholarflow.storage.services import redact_url  # late: services imports us
-
             return repr(redact_url(raw))
         return repr(raw)
 
@@ -150,8 +149,6 @@ def _seconds(env: str, raw: str) -> float:
 def _http_url(env: str, raw: str) -> str:
     url = raw.rstrip("/")
     if not url.startswith(("http://", "https://")):
-        from scholarflow.storage.services import redact_url  # late: services imports us
-
         raise _bad(env, "an http(s) URL", repr(redact_url(raw)))
     return url
 

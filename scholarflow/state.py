@@ -16,6 +16,7 @@ from langchain_core.messages import AnyMessage
 from langgraph.channels import EphemeralValue
 from langgraph.channels.delta import DeltaChannel
 from langgraph.graph.message import _messages_delta_reducer
+from langgraph.types import Overwrite
 from pydantic import Field
 
 # typing_extensions' TypedDict: on Python < 3.12 pydantic cannot build a JSON schema from
@@ -306,3 +307,29 @@ class DocSummaryTask(TypedDict):
     tokens: Annotated[int, _doc("Tokens of the text.")]
     kb: Annotated[str | None, _doc(
         "Where a large document's chunks are recalled from; null: it was given directly.")]
+
+
+def fresh_run() -> dict[str, Any]:
+    """What one run computes, back at its start value.
+
+    A checkpointed thread (one session) keeps its state between runs, so
+    request_init starts every run from this. The reducer fields get
+    `Overwrite`: a plain update would be added to the last run's values.
+    """
+    return {
+        "usage": Overwrite([]),
+        "document_summaries": Overwrite({}),
+        "recalled": Overwrite([]),
+        "completed_steps": Overwrite([]),
+        "partial_reports": Overwrite([]),
+        "report_failures": Overwrite([]),
+        "question": "", "question_id": "", "knowledge_base": None, "selected_doc_ids": [],
+        "requested_mode": None, "web_search": False,
+        "documents": [], "document_texts": {}, "use_direct_content": False,
+        "detected_intent": None, "intent_confidence": 0.0, "intent_decided_by": None,
+        "intent_reason": "", "strategy": None,
+        "sub_questions": [], "plan": [], "plan_feedback": [], "execution_rounds": 0,
+        "report_round": 0, "report_tasks": [],
+        "answer": "", "answer_id": None, "sources": [], "web_sources": [],
+        "error": None, "error_kind": None,
+    }

@@ -62,7 +62,8 @@ async def load_documents(paths: Sequence[str]) -> dict[str, str]:
     A folder's file that is no regular file or has a non-UTF-8 name is skipped
     with a warning, as `ingest` does; a file named directly must be readable.
     """
-    from scholarflow.ingest.documents import DocumentError, load_document_file
+    from scholarflow.ingest.documents import DocumentError
+    from scholarflow.ingest.extract import load_document_file
 
     contents: dict[str, str] = {}
     for path in await asyncio.to_thread(_expand, paths):

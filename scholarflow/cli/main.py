@@ -16,18 +16,13 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, NoReturn, cast
 
 from scholarflow.cli import kb as cli_kb
+from scholarflow.cli.exits import EXIT_BAD_INPUT, EXIT_RUN_FAILED, CliError
 from scholarflow.context import Context
 from scholarflow.errors import InternalError, RetryableLLMError, ScholarflowError
 from scholarflow.intents import Intent
 from scholarflow.settings import get_settings
 
-EXIT_RUN_FAILED = 1
-EXIT_BAD_INPUT = 2
 SEARCH_ENGINES = ("tavily", "bocha")
-
-
-class CliError(ScholarflowError):
-    """A bad request caught before the graph runs."""
 
 
 class _Parser(argparse.ArgumentParser):

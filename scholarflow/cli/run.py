@@ -30,7 +30,7 @@ from typing import Any, Literal, cast
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command, StateSnapshot
 
-from scholarflow.cli.main import EXIT_BAD_INPUT, EXIT_RUN_FAILED, CliError
+from scholarflow.cli.exits import EXIT_BAD_INPUT, EXIT_RUN_FAILED, CliError
 from scholarflow.cli.render import JsonRenderer, TerminalRenderer, plan_review_text
 from scholarflow.cli.session import SessionBusyError, no_session, reclaim_space, session_lock
 from scholarflow.context import Context

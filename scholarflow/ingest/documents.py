@@ -28,7 +28,6 @@ __all__ = [
     "document_from_text",
     "documents_from_mapping",
     "is_pdf",
-    "load_document_file",
     "read_document_bytes",
     "too_large",
 ]
@@ -38,7 +37,6 @@ MAX_TITLE_CHARS = 120
 # Binary sniffing looks at the start only: enough to recognise a binary format
 # without scanning a large file twice.
 _SNIFF_BYTES = 8192
-_PDF_BYTES_PER_TEXT_BYTE = 5
 # Text never has this many control characters; binary formats usually do.
 _MAX_CONTROL_RATIO = 0.10
 # Control bytes that do occur in real text files (tab, newlines, form feed,
@@ -76,28 +74,6 @@ class Document:
 def content_hash(text: str) -> str:
     """Full sha256 hex of `text` as UTF-8: the key that says "this exact text"."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def load_document_file(path: str | Path, *, max_bytes: int | None = None) -> Document:
-    """Read a PDF, Markdown or text file into a `Document`, or raise `DocumentError`.
-
-    The document is to be given directly (`--file`): a PDF's text keeps its
-    page breaks as form feeds and its metadata title on top (see
-    `scholarflow.ingest.extract.paged_document`), since the text is all a
-    request carries.
-    """
-    shown = str(path)
-    # `max_bytes` bounds text; a PDF's bytes are mostly not text, so its file may be larger.
-    pdf_name = Path(path).suffix.lower() == ".pdf"
-    limit = max_bytes * _PDF_BYTES_PER_TEXT_BYTE if max_bytes and pdf_name else max_bytes
-    raw = read_document_bytes(path, max_bytes=limit)
-    if is_pdf(path, raw):
-        # Imported here: the extractor imports this module, and pypdf is only
-        # worth loading when a PDF actually arrives.
-        from scholarflow.ingest.extract import extract_pdf, paged_document
-
-        return paged_document(extract_pdf(raw, shown))
-    return document_from_bytes(raw, shown)
 
 
 def read_document_bytes(path: str | Path, *, max_bytes: int | None = None) -> bytes:

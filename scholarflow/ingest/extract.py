@@ -41,12 +41,15 @@ __all__ = [
     "extract_file",
     "extract_pdf",
     "extracted_from_text",
+    "load_document_file",
     "paged_document",
 ]
 
 Kind = Literal["pdf", "markdown", "text"]
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".mdown", ".mkd"})
 TEXT_SUFFIXES = frozenset({".txt", ".text", ".rst"})
+# A PDF's bytes are mostly not text: `max_bytes` of text allows a file this many times larger.
+_PDF_BYTES_PER_TEXT_BYTE = 5
 # What a directory walk picks up; a file named on the command line is tried whatever its name.
 SUPPORTED_SUFFIXES = MARKDOWN_SUFFIXES | TEXT_SUFFIXES | {".pdf"}
 
@@ -81,6 +84,23 @@ class ExtractedDocument:
                 break
             page = number
         return page
+
+
+def load_document_file(path: str | Path, *, max_bytes: int | None = None) -> Document:
+    """Read a PDF, Markdown or text file into a `Document`, or raise `DocumentError`.
+
+    The document is to be given directly (`--file`): a PDF's text keeps its
+    page breaks as form feeds and its metadata title on top (`paged_document`),
+    since the text is all a request carries.
+    """
+    shown = str(path)
+    # `max_bytes` bounds text; a PDF's bytes are mostly not text, so its file may be larger.
+    pdf_name = Path(path).suffix.lower() == ".pdf"
+    limit = max_bytes * _PDF_BYTES_PER_TEXT_BYTE if max_bytes and pdf_name else max_bytes
+    raw = read_document_bytes(path, max_bytes=limit)
+    if is_pdf(path, raw):
+        return paged_document(extract_pdf(raw, shown))
+    return document_from_bytes(raw, shown)
 
 
 def extract_file(path: str | Path) -> ExtractedDocument:

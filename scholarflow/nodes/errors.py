@@ -14,7 +14,7 @@ from scholarflow import errors
 from scholarflow.errors import ConfigurationError, InputError, ScholarflowError
 from scholarflow.events import emit
 from scholarflow.scrub import scrub_secrets
-from scholarflow.state import Failure, State
+from scholarflow.state import Failure, State, fresh_run
 
 logger = logging.getLogger(__name__)
 
@@ -89,9 +89,8 @@ def _constructible(cls: type[ScholarflowError]) -> bool:
 async def handle_node_error(state: State, error: NodeError) -> Command[Literal["session_save"]]:
     logger.debug("node %s failed: %s", error.node, user_message(error.node, error.error))
     update = failure_update(error.node, error.error)
-    if error.node == "request_init":  # refused before it set the run up: none of the last
-        from scholarflow.nodes.request import fresh_run  # run's results may stay
-
+    if error.node == "request_init":
+        # Refused before it set the run up: none of the last run's results may stay.
         update = {**fresh_run(), **update}
     target: Literal["session_save"] = "session_save"
     return Command(update=update, goto=target)

@@ -14,7 +14,6 @@ from typing import Any, Literal
 from langchain_core.messages import HumanMessage
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
-from langgraph.types import Overwrite
 
 from scholarflow.context import Context, get_context
 from scholarflow.errors import InputError, InvalidRequestError
@@ -36,34 +35,8 @@ from scholarflow.sessions.conversation import (
     question_message,
     session_stats,
 )
-from scholarflow.state import DocumentInfo, State
+from scholarflow.state import DocumentInfo, State, fresh_run
 from scholarflow.tokens import available_tokens, count_tokens
-
-
-def fresh_run() -> dict[str, Any]:
-    """What one run computes, back at its start value.
-
-    A checkpointed thread (one session) keeps its state between runs, so
-    request_init starts every run from this. The reducer fields get
-    `Overwrite`: a plain update would be added to the last run's values.
-    """
-    return {
-        "usage": Overwrite([]),
-        "document_summaries": Overwrite({}),
-        "recalled": Overwrite([]),
-        "completed_steps": Overwrite([]),
-        "partial_reports": Overwrite([]),
-        "report_failures": Overwrite([]),
-        "question": "", "question_id": "", "knowledge_base": None, "selected_doc_ids": [],
-        "requested_mode": None, "web_search": False,
-        "documents": [], "document_texts": {}, "use_direct_content": False,
-        "detected_intent": None, "intent_confidence": 0.0, "intent_decided_by": None,
-        "intent_reason": "", "strategy": None,
-        "sub_questions": [], "plan": [], "plan_feedback": [], "execution_rounds": 0,
-        "report_round": 0, "report_tasks": [],
-        "answer": "", "answer_id": None, "sources": [], "web_sources": [],
-        "error": None, "error_kind": None,
-    }
 
 
 def run_question(state: State) -> tuple[str, HumanMessage]:

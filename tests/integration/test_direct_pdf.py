@@ -11,8 +11,8 @@ import re
 from pathlib import Path
 
 from scholarflow.ingest import chunk_document, extract_file
-from scholarflow.ingest.documents import content_hash, document_from_text, load_document_file
-from scholarflow.ingest.extract import PAGE_BREAK, extracted_from_text
+from scholarflow.ingest.documents import content_hash, document_from_text
+from scholarflow.ingest.extract import PAGE_BREAK, extracted_from_text, load_document_file
 from tests.conftest import INTENT_RULE
 from tests.integration.test_cli import run
 from tests.integration.test_cli_kb import kb_env

@@ -158,7 +158,7 @@ def _multi_doc_files(folder: Path, nonce: str) -> tuple[list[Path], list[str]]:
 async def test_the_sdk_gets_the_same_events_as_the_cli(
     server: Server, fake: Fake, tmp_path: Path, files_of: Any
 ) -> None:
-    from scholarflow.ingest.documents import load_document_file
+    from scholarflow.ingest.extract import load_document_file
 
     await script(fake, rules=[
         *_qa_rules(),

@@ -15,8 +15,8 @@ from scholarflow.ingest.documents import (
     content_hash,
     document_from_text,
     documents_from_mapping,
-    load_document_file,
 )
+from scholarflow.ingest.extract import load_document_file
 from scholarflow.tokens import count_tokens
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "papers"

@@ -16,7 +16,8 @@ from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
 
 from scholarflow.ingest import chunk_document, chunk_text, extract_file
 from scholarflow.ingest.chunking import MAX_TOKENS, plain_heading_level
-from scholarflow.ingest.documents import DocumentError, content_hash, load_document_file
+from scholarflow.ingest.documents import DocumentError, content_hash
+from scholarflow.ingest.extract import load_document_file
 from scholarflow.ingest.pipeline import collect_files, ingest_files, ingest_paths
 from scholarflow.retrieval.kb import Chunk, RecalledChunk, RecallParams, StoredDocument
 from scholarflow.tokens import count_tokens

@@ -1,0 +1,12 @@
+"""Exit codes and the command line's own error, shared by its commands."""
+
+from __future__ import annotations
+
+from scholarflow.errors import ScholarflowError
+
+EXIT_RUN_FAILED = 1
+EXIT_BAD_INPUT = 2
+
+
+class CliError(ScholarflowError):
+    """A bad request caught before the graph runs."""
