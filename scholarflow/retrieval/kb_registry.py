@@ -17,6 +17,7 @@ import importlib
 import weakref
 
 from scholarflow.errors import NotSupportedError
+from scholarflow.extras import require
 from scholarflow.retrieval.embeddings import Embedder, default_embedder
 from scholarflow.retrieval.index import DEFAULT_KB, check_kb_name
 from scholarflow.retrieval.index.embedded import (
@@ -56,6 +57,7 @@ async def open_knowledge_base(
     """
     check_kb_name(name)
     if url := get_settings().es_url:
+        require("elasticsearch", ES_URL_ENV)
         from scholarflow.retrieval.index.elastic import ElasticsearchKnowledgeBase
 
         # One client per knowledge base and process, as for the embedded index.
@@ -96,6 +98,7 @@ def loop_lock(name: str = "open") -> asyncio.Lock:
 async def list_knowledge_bases() -> list[str]:
     """The names of the knowledge bases there are, sorted."""
     if get_settings().es_url:
+        require("elasticsearch", ES_URL_ENV)
         module = importlib.import_module("scholarflow.retrieval.index.elastic")
         lister = getattr(module.ElasticsearchKnowledgeBase, "list_names", None)
         if lister is None:

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from scholarflow.extras import require
 from scholarflow.settings import get_settings
 from scholarflow.storage.paths import DATABASE_FILENAME, home_path
 from scholarflow.storage.postgres_cache import PostgresSummaryCache
 from scholarflow.storage.redis_cache import RedisSummaryCache
+from scholarflow.storage.services import DATABASE_URL_ENV, REDIS_URL_ENV
 from scholarflow.storage.summary_cache import SqliteSummaryCache, SummaryCache
 
 _caches: dict[tuple[str, str], SummaryCache] = {}
@@ -28,8 +30,10 @@ _caches: dict[tuple[str, str], SummaryCache] = {}
 def summary_cache() -> SummaryCache:
     settings = get_settings()
     if url := settings.redis_url:
+        require("redis", REDIS_URL_ENV)
         return _one(("redis", url), lambda: RedisSummaryCache(url))
     if pg_url := settings.database_url:
+        require("postgres", DATABASE_URL_ENV)
         return _one(("postgresql", pg_url), lambda: PostgresSummaryCache(pg_url))
     path = home_path() / DATABASE_FILENAME
     return _one(("sqlite", str(path)), lambda: SqliteSummaryCache(path))

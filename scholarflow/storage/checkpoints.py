@@ -24,6 +24,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from scholarflow.errors import BackendUnavailableError
+from scholarflow.extras import require
 from scholarflow.settings import get_settings
 from scholarflow.storage.paths import home_dir
 from scholarflow.storage.postgres_db import connect, saver_settings
@@ -77,6 +78,7 @@ async def open_checkpointer() -> AsyncIterator[BaseCheckpointSaver[str]]:
         async with _sqlite_saver() as saver:
             yield saver
     else:
+        require("postgres", DATABASE_URL_ENV)
         async with _postgres_saver(check_scheme(url, DATABASE_URL_ENV, POSTGRES_SCHEMES,
                                                 _POSTGRES_EXAMPLE)) as pg_saver:
             yield pg_saver

@@ -22,6 +22,7 @@ from scholarflow.storage.checkpoints import prepare_postgres
 if TYPE_CHECKING:
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from scholarflow.errors import ConfigurationError
+from scholarflow.extras import require
 from scholarflow.settings import get_settings
 from scholarflow.storage.postgres_db import connect, open_pool, saver_settings
 from scholarflow.storage.services import DATABASE_URL_ENV, POSTGRES_SCHEMES, check_scheme
@@ -54,6 +55,7 @@ async def make_checkpointer() -> AsyncIterator[BaseCheckpointSaver[str]]:
     when it is unset, not a PostgreSQL URL, or unreachable: the server then does not start.
     """
     # Imported here: only servers started with langgraph.postgres.json need the driver.
+    require("postgres", "langgraph.postgres.json's checkpointer")
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
     url = database_url()

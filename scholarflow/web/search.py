@@ -20,6 +20,7 @@ import httpx
 
 from scholarflow.context import Context
 from scholarflow.errors import ConfigurationError, ScholarflowError
+from scholarflow.extras import require
 from scholarflow.settings import DEFAULT_BOCHA_URL, DEFAULT_TAVILY_URL, Settings, get_settings
 
 KEY_ENV = {"tavily": Settings.tavily_api_key.env, "bocha": Settings.bocha_api_key.env}
@@ -83,6 +84,7 @@ class TavilyBackend:
         self._base_url = base_url
 
     async def search(self, query: str, max_results: int) -> list[SearchResult]:
+        require("web", "web search with Tavily", instead="use search_engine bocha")
         from tavily import AsyncTavilyClient, errors  # type: ignore[import-untyped]
 
         sdk_errors = (errors.UsageLimitExceededError, errors.BadRequestError,
