@@ -1,6 +1,6 @@
 """Runtime configuration: the graph's `context_schema`.
 
-Every field has the default of DESIGN.md. Secrets and endpoints left unset
+Every field has the default of docs/architecture.md#configuration. Secrets and endpoints left unset
 come from the process's settings (settings.py: the environment) when the
 context is built; a value the caller passed is never overridden. The context
 is not part of the state, so the API key never reaches checkpoints, sessions
@@ -35,7 +35,7 @@ MAX_CALLS_ENV = Settings.max_concurrent_llm_calls.env
 ADAPTIVE_ENV = Settings.adaptive_llm_limit.env
 LLM_TIMEOUT_ENV = Settings.llm_timeout_seconds.env
 MAX_CONTEXT_ENV = Settings.max_context_tokens.env
-DEFAULT_MAX_CONTEXT_TOKENS = 128_000  # DESIGN.md's window, when nobody says otherwise
+DEFAULT_MAX_CONTEXT_TOKENS = 128_000  # when nobody says otherwise
 
 
 def _doc(text: str) -> Any:

@@ -1,4 +1,4 @@
-"""The 13 custom stream events of DESIGN.md, sent with LangGraph's stream writer.
+"""The 13 custom stream events (docs/architecture.md#events), sent with LangGraph's stream writer.
 
 Every event is a plain dict with a `type`; consumers read them from
 `stream_mode="custom"`. Thinking events are dropped when the run's context

@@ -144,7 +144,7 @@ def merge_summaries(
 
 
 class SessionStats(TypedDict):
-    """The session (the thread) and its statistics (seed 004)."""
+    """The session (the thread) and its statistics (docs/architecture.md#sessions)."""
 
     session_id: Annotated[str, _doc("The session's id: the thread's.")]
     title: Annotated[str, _doc("The first question, on one line.")]
@@ -232,7 +232,8 @@ class State(InputState, OutputState):
         DeltaChannel(last_write)]
     session_tokens: Annotated[int, _doc("Tokens of the session's active messages.")]
     query_tokens: Annotated[int, _doc("Tokens of the question.")]
-    available_tokens: Annotated[int, _doc("Tokens left for documents (DESIGN.md's budget).")]
+    available_tokens: Annotated[int, _doc(
+        "Tokens left for documents: the window less history, question and reserves.")]
     use_direct_content: Annotated[bool, _doc("One document fits whole in the budget.")]
     # intent_recognition / strategy_selection
     intent_reason: Annotated[str, _doc("Why that intent: the rule or the model's reason.")]

@@ -92,7 +92,8 @@ def available_tokens(
     system_tokens: int,
     reserved_answer_tokens: int,
 ) -> int:
-    """DESIGN.md's budget for documents: what is left of the window, never below zero."""
+    """The budget for documents (docs/architecture.md#budget): what is left of the window, never
+    below zero."""
     left = (
         max_context_tokens
         - session_tokens

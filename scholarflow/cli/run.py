@@ -1,7 +1,7 @@
 """`scholarflow ask` and `scholarflow resume`: every run is checkpointed in its session's thread.
 
 The thread id is the session id: `--session NAME` continues that session, or
-starts it when there is none (load or create, seed 004); without it a new
+starts it when there is none (load or create: docs/architecture.md#sessions); without it a new
 uuid names a new one. A run that stops midway (killed, Ctrl-C, a crash)
 keeps its last checkpoint; `scholarflow resume ID` continues it from there,
 and the document summaries that had finished are not requested again. A run

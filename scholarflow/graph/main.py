@@ -1,4 +1,4 @@
-"""The top graph of DESIGN.md: edges and routing only; the work is in `nodes/`."""
+"""The top graph (docs/architecture.md#graph): edges and routing only; the work is in `nodes/`."""
 
 from __future__ import annotations
 

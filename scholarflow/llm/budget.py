@@ -10,7 +10,7 @@ MIN_MATERIAL_TOKENS for material is refused in request_init, so no run answers
 "from" nothing or spends calls it cannot use.
 
 The two reserves scale with the window unless given (see answer_reserve and
-system_reserve): DESIGN.md's 8000 / 2000 at 128k, and still room for documents
+system_reserve): 8000 / 2000 at 128k (docs/architecture.md#budget), and still room for documents
 at 4k, where a fixed 10000 would leave none.
 """
 
@@ -25,10 +25,10 @@ from scholarflow.tokens import count_tokens, encoding
 MIN_MATERIAL_TOKENS = 256
 TRUNCATION_MARK = " […]"
 # The answer: an eighth of the window, between a full answer of a few paragraphs
-# (~700 English words, ~600 Chinese characters) and DESIGN.md's 8000 (reached at 64k).
+# (~700 English words, ~600 Chinese characters) and the 8000 of 128k (reached at 64k).
 ANSWER_SHARE, MIN_ANSWER_TOKENS, MAX_ANSWER_TOKENS = 8, 1024, 8000
 # Instructions: a sixteenth, between the longest system template (~250 tokens) and
-# DESIGN.md's 2000 (reached at 32k). Prompts count their real templates; this is the
+# the 2000 of 128k (reached at 32k). Prompts count their real templates; this is the
 # estimate request_init admits documents against.
 SYSTEM_SHARE, MIN_SYSTEM_TOKENS, MAX_SYSTEM_TOKENS = 16, 256, 2000
 # How error messages name the window's settings.

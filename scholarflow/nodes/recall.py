@@ -3,7 +3,7 @@
 Sub-questions are retrieval-oriented and may aim at one document; each
 becomes one recall step. With several documents, every document no
 sub-question aims at gets the question itself aimed at it, so none is
-crowded out by another's chunks (DESIGN.md: chunk_recall per document).
+crowded out by another's chunks (docs/architecture.md#intents-and-strategies).
 The execution subgraph runs consecutive recall steps in parallel (one Send
 each) and stops after total_steps x 2 rounds even if a step keeps failing.
 A step that failed for a reason another try cannot change (bad input, a
@@ -248,7 +248,7 @@ def dispatch_steps(state: ExecutionState) -> list[Send] | str:
     done = set(state.get("completed_steps") or [])
     done |= {f["step"] for f in state.get("failures") or [] if f["permanent"]}
     plan = state.get("plan") or []
-    if state.get("execution_rounds", 0) > 2 * len(plan):  # seed 004: at most total_steps x 2
+    if state.get("execution_rounds", 0) > 2 * len(plan):  # docs/architecture.md#recall
         return "finish_execution"
     pending = [s for s in plan if s["step"] not in done]
     batch = []

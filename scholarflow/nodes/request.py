@@ -114,7 +114,7 @@ async def gather_documents(state: State) -> tuple[list[DocumentInfo], dict[str, 
 
 
 def document_budget(ctx: Context, *, session_tokens: int, query_tokens: int) -> int:
-    """DESIGN.md's available_tokens for this context."""
+    """available_tokens for this context (docs/architecture.md#budget)."""
     return available_tokens(
         max_context_tokens=window(ctx),
         session_tokens=session_tokens,

@@ -38,7 +38,7 @@ from scholarflow.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 logger = logging.getLogger(__name__)
 NODE = "session_save"
 COMPRESSION_MAX_WORDS = 400
-COMPRESSION_RATIO = 0.8  # seed 004: compress past 0.8 x max_context_tokens
+COMPRESSION_RATIO = 0.8  # compress past 0.8 x max_context_tokens (docs/architecture.md#sessions)
 KEEP_FRACTION = 0.3  # the newest 30% stay as they are
 _MESSAGE_FRAME_TOKENS = 8  # "assistant: " and the blank line between messages
 

@@ -2,7 +2,7 @@
 
 Request arrives -> batch cache lookup -> hits used as they are -> misses
 summarised in parallel (one Send each, every call through the LLM limiter)
--> new summaries cached -> all summaries merged (seed 004, 6.4).
+-> new summaries cached -> all summaries merged (docs/architecture.md#summary-cache).
 """
 
 from __future__ import annotations

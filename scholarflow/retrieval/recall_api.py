@@ -1,4 +1,4 @@
-"""RecallTool (seed 004, 7.1): a client for an external recall service over HTTP.
+"""RecallTool (docs/architecture.md#recall): a client for an external recall service over HTTP.
 
 Request, `POST {api_url}` with JSON:
 

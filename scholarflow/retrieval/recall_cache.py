@@ -1,4 +1,4 @@
-"""RecallToolCache (seed 004, 6.5): the open knowledge bases recall uses, least recently used out.
+"""RecallToolCache (docs/architecture.md#recall): open knowledge bases, least recently used out.
 
 What recall costs to set up is opening a knowledge base, not wrapping one: an
 embedded index holds a SQLite connection and, from its first search, its

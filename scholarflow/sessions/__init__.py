@@ -1,6 +1,7 @@
-"""Sessions: the message model, history windows, where compression cuts, and the
-document-summary cache. The sessions themselves are LangGraph threads
-(scholarflow/sessions/conversation.py, scholarflow/storage/checkpoints.py)."""
+"""Sessions: the message model, history windows and where compression cuts
+(docs/architecture.md#sessions). The sessions themselves are LangGraph threads: the
+conversation is a view of the thread's messages (conversation.py), kept by the
+checkpointer (scholarflow/storage/checkpoints.py)."""
 
 from scholarflow.sessions.compression import compression_split
 from scholarflow.sessions.history import (

@@ -1,4 +1,4 @@
-"""Context compression (seed 004 §6.1): where to cut. session_save does the folding.
+"""Context compression (docs/architecture.md#sessions): where to cut. session_save does the folding.
 
 When a session's active tokens pass `max_context_tokens * ratio`, the oldest
 70% of its active messages (any earlier summary included, so summaries fold

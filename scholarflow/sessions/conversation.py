@@ -8,7 +8,7 @@ intent, strategy and sources are in its `response_metadata`. Messages a client
 sent without that bookkeeping (Studio, agent-chat-ui) count as they come.
 
 History windows and the compression split work on `sessions.models.Message`
-views of these messages, so seed 004's rules live in one place
+views of these messages, so the session rules live in one place
 (sessions/history.py, sessions/compression.py).
 """
 
@@ -98,7 +98,7 @@ def compression_message(summary: str) -> SystemMessage:
 
 
 def as_session_messages(messages: Sequence[BaseMessage]) -> list[Message]:
-    """The conversation's messages as seed 004's model (position as id), others skipped."""
+    """The conversation's messages as the session model (position as id), others skipped."""
     views = []
     for position, message in enumerate(messages):
         kind = message_type(message)

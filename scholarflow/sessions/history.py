@@ -1,4 +1,4 @@
-"""Which part of a session's history each stage of the graph sees (DESIGN.md, seed 004 §5).
+"""Which part of a session's history each stage of the graph sees (docs/architecture.md#sessions).
 
 | stage     | history                          |
 |-----------|----------------------------------|

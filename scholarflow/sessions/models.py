@@ -1,8 +1,8 @@
-"""The session's message model, seed 004's view of the thread's messages.
+"""The session's message model: the thread's messages as docs/architecture.md#sessions sees them.
 
 The conversation itself is the thread's `messages` (scholarflow/sessions/conversation.py);
 history windows and the compression split work on these plain frozen views,
-so seed 004's rules do not depend on LangChain's message classes.
+so the session rules do not depend on LangChain's message classes.
 """
 
 from __future__ import annotations

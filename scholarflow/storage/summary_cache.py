@@ -1,4 +1,4 @@
-"""The document-summary cache (seed 004 §6.4).
+"""The document-summary cache (docs/architecture.md#summary-cache).
 
 Keys are `doc_summary:{doc_id}:{content_hash}` (`scholarflow.ingest.documents.content_hash`):
 shared by every user, and a changed document gets a new key, so stale

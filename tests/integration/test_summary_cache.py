@@ -1,4 +1,4 @@
-"""The document-summary cache (seed 004 §6.4): keys, hits, misses, expiry, overwrite,
+"""The document-summary cache (docs/architecture.md): keys, hits, misses, expiry, overwrite,
 on SQLite and on PostgreSQL (Redis: test_redis_cache.py)."""
 
 from __future__ import annotations

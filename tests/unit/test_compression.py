@@ -1,4 +1,4 @@
-"""Context compression (seed 004 §6.1): thresholds, the 70/30 split, folding, failures.
+"""Context compression (docs/architecture.md): thresholds, the 70/30 split, folding, failures.
 
 session_save folds the thread's `messages` (conversation.compression_update);
 compression_split says where to cut.

@@ -1,4 +1,4 @@
-"""History windows per stage (DESIGN.md; seed 004 §5)."""
+"""History windows per stage (docs/architecture.md#sessions)."""
 
 from __future__ import annotations
 
