@@ -23,9 +23,13 @@ import asyncio
 import os
 import sqlite3
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
+
+# The scripted server is test support (tests/support/): importable from the repository root.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def _table_bytes(path: Path) -> int:

@@ -17,6 +17,12 @@ from typing import Any
 
 import httpx
 
+# The scripted server is test support (tests/support/): importable from the repository root,
+# whichever folder the benchmark runs from.
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
 
 class ServerProcess:
     """`python -m tests.support.fake_openai --port 0`, scripted over HTTP."""
@@ -31,7 +37,7 @@ class ServerProcess:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.support.fake_openai", "--port", "0",
              "--latency", str(self.latency)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
         )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()  # "fake-openai listening on http://...:PORT/v1"
