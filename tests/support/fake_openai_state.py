@@ -33,6 +33,11 @@ CJK_RANGES = HAN
 _WORD = re.compile(rf"[{CJK_RANGES}]|[^\W{CJK_RANGES}]+")
 # Latin terminators end a sentence only before whitespace, so "3.5" and "e.g.x" stay whole.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\s*\n\s*")
+# The prompt's <document ...> wrappers and Markdown headings: never an answer.
+_MARKUP_TAG = re.compile(r"<[^<>]*>|#+\s.*")
+# A line break inside a sentence (Markdown wraps its paragraphs): after a word, a number,
+# a comma or a bracket, before a line that starts no heading, list item, quote or table.
+_WRAPPED_LINE = re.compile(r"(?<=[\w,;)\]])[ \t]*\n[ \t]*(?=[\w(\[])(?![-*+]\s|\d+[.)]\s)")
 _STOPWORD_TEXT = (
     "a an and are as at be by do does for from how in is it of on or the this that to "
     "was what when where which who why with about can you me tell 的 了 是 在 和 吗 呢 什 么 "
@@ -332,14 +337,16 @@ def extractive_reply(messages: list[Any], question: str) -> str:
     """The 3 prompt sentences sharing most words with the question, in prompt order.
 
     Questions are skipped as candidates: the question itself (or a list of
-    them) would otherwise always be its own best answer.
+    them) would otherwise always be its own best answer; so are tags and headings.
     """
     sentences: list[str] = []
     for message in messages:
         if _role(message) in ("system", "user"):
-            for raw in _SENTENCE_END.split(content_text(message)):
+            text = _WRAPPED_LINE.sub(" ", content_text(message))
+            for raw in _SENTENCE_END.split(text):
                 sentence = raw.strip()
-                if sentence and sentence not in sentences and not sentence.endswith(("?", "？")):
+                if (sentence and sentence not in sentences and not sentence.endswith(("?", "？"))
+                        and not _MARKUP_TAG.fullmatch(sentence)):
                     sentences.append(sentence)
     if question.strip() in sentences:
         sentences.remove(question.strip())

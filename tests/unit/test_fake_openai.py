@@ -277,6 +277,14 @@ async def test_extractive_mode(server: FakeOpenAIServer) -> None:
     )
 
 
+def test_extractive_reply_keeps_a_wrapped_sentence_whole() -> None:
+    paper = ("# Setup\n\nWe trained with a learning rate\nof 3e-4 and a batch size of 32 "
+             "for 60,000\nsteps.\nThe weather was cold.\n- a batch size list item")
+    reply = extractive_reply([{"role": "user", "content": paper}], "learning rate and batch size?")
+    assert reply == ("We trained with a learning rate of 3e-4 and a batch size of 32 for 60,000 "
+                     "steps. - a batch size list item")
+
+
 def test_extractive_reply_handles_cjk() -> None:
     messages = [{"role": "user", "content": "图神经网络用于分子。今天下雨了！注意力机制很重要。"},
                 {"role": "user", "content": "图神经网络"}]
