@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import re
 
-from scholarflow.prompts.answer import ANSWER_IN_CHINESE, ANSWER_IN_ENGLISH
-
 # Han ideographs: Extension A, the unified block, and the compatibility block
 # (some of whose characters are unified ideographs with no other code point).
 HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -31,11 +29,3 @@ def answer_language(text: str) -> str:
     """The language name a prompt should ask the answer to be written in."""
     return "Chinese (简体中文)" if is_chinese(text) else "English"
 
-
-def question_turn(question: str) -> str:
-    """The question as the answer prompt's last user turn: with a reminder of its language.
-
-    Only the prompt carries the reminder; the thread keeps the question as asked.
-    """
-    reminder = ANSWER_IN_CHINESE if is_chinese(question) else ANSWER_IN_ENGLISH
-    return f"{question}\n\n{reminder.format()}"

@@ -23,7 +23,7 @@ from scholarflow.context import Context, first_attempt, get_context
 from scholarflow.errors import ConfigurationError, InternalError, ScholarflowError
 from scholarflow.events import Thinking, emit, node_complete
 from scholarflow.intents import Intent
-from scholarflow.language import answer_language, question_turn
+from scholarflow.language import answer_language
 from scholarflow.llm import calls as llm
 from scholarflow.llm.budget import MIN_MATERIAL_TOKENS, answer_reserve, prompt_budget, window_words
 from scholarflow.llm.empty_answer import require_text
@@ -33,7 +33,7 @@ from scholarflow.nodes.citations import (
     number_chunks,
     sources_for,
 )
-from scholarflow.nodes.common import format_document, history_messages
+from scholarflow.nodes.common import format_document, history_messages, question_turn
 from scholarflow.nodes.errors import reported_failure
 from scholarflow.nodes.evidence import is_reference_chunk, select_evidence
 from scholarflow.nodes.packing import pack_groups

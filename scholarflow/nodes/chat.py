@@ -8,13 +8,13 @@ from langgraph.runtime import Runtime
 
 from scholarflow.context import Context, first_attempt, get_context
 from scholarflow.events import Thinking, emit, node_complete
-from scholarflow.language import answer_language, is_chinese, question_turn
+from scholarflow.language import answer_language, is_chinese
 from scholarflow.llm import calls as llm
 from scholarflow.llm.budget import prompt_budget
 from scholarflow.llm.empty_answer import require_text
 from scholarflow.nodes.chat_web import WebMaterial, search_for_chat
 from scholarflow.nodes.citations import CitationFilter
-from scholarflow.nodes.common import history_messages
+from scholarflow.nodes.common import history_messages, question_turn
 from scholarflow.prompts import SIMPLE_INTERACTION_PROMPT
 from scholarflow.state import State
 from scholarflow.tokens import count_message_tokens

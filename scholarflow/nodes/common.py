@@ -1,9 +1,12 @@
-"""Small helpers the nodes share: history as chat messages, documents as prompt text."""
+"""Small helpers the nodes share: history as chat messages, documents as prompt text, the
+question as the answer prompt's last turn."""
 
 from __future__ import annotations
 
 from langchain_core.messages import AnyMessage
 
+from scholarflow.language import is_chinese
+from scholarflow.prompts import ANSWER_IN_CHINESE, ANSWER_IN_ENGLISH
 from scholarflow.sessions.conversation import as_session_messages
 from scholarflow.sessions.history import Stage, history_for, to_chat_messages
 from scholarflow.state import State
@@ -64,3 +67,12 @@ def format_document(title: str, doc_id: str, text: str) -> str:
 
 def _attr(value: str) -> str:
     return value.replace('"', "'").replace("\n", " ")
+
+
+def question_turn(question: str) -> str:
+    """The question as the answer prompt's last user turn: with a reminder of its language.
+
+    Only the prompt carries the reminder; the thread keeps the question as asked.
+    """
+    reminder = ANSWER_IN_CHINESE if is_chinese(question) else ANSWER_IN_ENGLISH
+    return f"{question}\n\n{reminder.format()}"

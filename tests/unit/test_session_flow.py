@@ -11,7 +11,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from scholarflow import Context, build_graph
 from scholarflow.graph import ScholarflowGraph
-from scholarflow.language import question_turn
+from scholarflow.nodes.common import question_turn
 from scholarflow.sessions.conversation import as_session_messages
 from scholarflow.sessions.models import MessageType
 from scholarflow.tokens import count_message_tokens
