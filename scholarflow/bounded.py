@@ -26,7 +26,7 @@ def bounded_rounds(limit: int, what: str, *, fix: str = "report this as a bug") 
     if limit < 1:
         raise ValueError("bounded_rounds needs a limit of at least 1")
     yield from range(1, limit + 1)
-    raise LoopLimitError(f"{what} did not finish within {limit} rounds: {fix}")
+    require_round(limit + 1, limit, what, fix=fix)  # raises: one past the last round
 
 
 def require_round(round_: int, limit: int, what: str, *, fix: str = "report this as a bug"
