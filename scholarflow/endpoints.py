@@ -32,7 +32,7 @@ def check_endpoint(url: str, setting: str) -> str:
     except (ValueError, httpx.InvalidURL):
         usable = False
     if not usable:
-        from scholarflow.storage.services import redact_url
+        from scholarflow.url_secrets import redact_url
 
         hint = ("; percent-encode any '@', ':', '/', '?' or '#' in the user name or password"
                 if "@" in url else "")

@@ -19,7 +19,7 @@ from scholarflow.errors import FatalLLMError, RateLimitedLLMError, RetryableLLME
 from scholarflow.llm.limiter import retry_after_seconds
 from scholarflow.llm.watch import StallTimeoutError
 from scholarflow.scrub import scrub_secrets
-from scholarflow.storage.services import redact_url
+from scholarflow.url_secrets import redact_url
 
 
 def translate_error(exc: BaseException, ctx: Context) -> Exception:

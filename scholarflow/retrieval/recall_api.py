@@ -32,7 +32,8 @@ import httpx
 
 from scholarflow.errors import ConfigurationError, ScholarflowError
 from scholarflow.retrieval.kb import RecalledChunk, RecallParams
-from scholarflow.storage.services import RECALL_API_URL_ENV, check_http_url, redact_url, scrub
+from scholarflow.storage.services import RECALL_API_URL_ENV, check_http_url
+from scholarflow.url_secrets import redact_url, scrub
 
 ENV_URL = RECALL_API_URL_ENV
 EXAMPLE_URL = "http://127.0.0.1:9380/api/v1/retrieval"

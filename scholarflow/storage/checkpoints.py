@@ -33,9 +33,9 @@ from scholarflow.storage.services import (
     POSTGRES_SCHEMES,
     check_scheme,
     failed,
-    redact_url,
 )
 from scholarflow.storage.sqlite import DAMAGED_CODES, damaged_file
+from scholarflow.url_secrets import redact_url
 
 if TYPE_CHECKING:
     import psycopg

@@ -26,11 +26,10 @@ from scholarflow.storage.services import (
     REDIS_URL_ENV,
     check_scheme,
     failure_reason,
-    redact_url,
-    scrub,
     unreachable,
 )
 from scholarflow.storage.summary_cache import DEFAULT_TTL_SECONDS, ClosesOnExit, check_ttl
+from scholarflow.url_secrets import redact_url, scrub
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis

@@ -16,9 +16,7 @@ from urllib.parse import urlsplit
 
 from scholarflow.errors import BackendUnavailableError, ConfigurationError
 from scholarflow.settings import SETTINGS, Settings, get_settings
-from scholarflow.url_secrets import redact_url as redact_url
-from scholarflow.url_secrets import scrub as scrub
-from scholarflow.url_secrets import url_secrets as url_secrets
+from scholarflow.url_secrets import redact_url, scrub
 
 DATABASE_URL_ENV = Settings.database_url.env
 REDIS_URL_ENV = Settings.redis_url.env

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from scholarflow.storage.services import failed, failure_reason, redact_url, unreachable
+from scholarflow.storage.services import failed, failure_reason, unreachable
+from scholarflow.url_secrets import redact_url
 
 DB = "SCHOLARFLOW_DATABASE_URL"
 REDIS = "SCHOLARFLOW_REDIS_URL"

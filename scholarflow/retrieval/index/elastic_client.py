@@ -13,7 +13,8 @@ from elasticsearch import ApiError, AsyncElasticsearch
 
 from scholarflow.errors import ConfigurationError, ScholarflowError
 from scholarflow.settings import get_settings
-from scholarflow.storage.services import ES_URL_ENV, check_http_url, redact_url, scrub
+from scholarflow.storage.services import ES_URL_ENV, check_http_url
+from scholarflow.url_secrets import redact_url, scrub
 
 ENV_URL = ES_URL_ENV
 INDEX_PREFIX = "scholarflow-kb-"
