@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
 from scholarflow.errors import InputError
 
@@ -21,6 +21,9 @@ class KnowledgeBaseNotFoundError(InputError):
 
 class DocumentNotFoundError(InputError):
     """`--doc ID` names no document of the knowledge base."""
+
+
+ChunkKind = Literal["body", "references"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +37,9 @@ class Chunk:
     tokens: int
     heading: str | None  # the nearest heading path, e.g. "3 Method > 3.2 Training"
     page: int | None  # 1-based page of a PDF, else None
+    # "references": part of a reference list (bibliography); recall serves it only to a
+    # question about what a paper cites (RecallParams.include_references).
+    kind: ChunkKind = "body"
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +50,12 @@ class StoredDocument:
     content_hash: str
     tokens: int
     chunks: int
+    # What the paper says of itself, when it does (a PDF's first page, its metadata).
+    authors: tuple[str, ...] = ()
+    year: int | None = None
+    doi: str | None = None
+    pages: int | None = None  # a PDF's page count
+    added: str | None = None  # ISO 8601 UTC time the knowledge base stored it
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +64,8 @@ class RecallParams:
     similarity_threshold: float = 0.2
     vector_similarity_weight: float = 0.3
     use_rerank: bool = False
+    # Reference-list chunks are left out unless the question is about what is cited.
+    include_references: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +77,7 @@ class RecalledChunk:
     title: str
     heading: str | None
     page: int | None
+    kind: ChunkKind = "body"
 
     @property
     def location(self) -> str:
