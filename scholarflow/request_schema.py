@@ -13,7 +13,7 @@ its type with no change here; `FIELD_HELP` only words its message.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from functools import cache
 from typing import Annotated, Any, NotRequired, cast, get_args, get_origin, get_type_hints
 
@@ -23,6 +23,7 @@ from pydantic_core import ErrorDetails
 
 from scholarflow.errors import InvalidRequestError
 from scholarflow.intents import Intent
+from scholarflow.printable import undecodable
 from scholarflow.retrieval.index import InvalidKnowledgeBaseNameError, check_kb_name
 from scholarflow.sessions.models import check_session_id
 from scholarflow.state import InputState
@@ -66,6 +67,7 @@ def validate_request_input(raw: object) -> InputState:
                                    strict=True)
     except ValidationError as exc:
         raise _refused(_type_error(exc.errors()[0])) from None
+    _check_text(_message_texts(raw.get("messages")))
     check_request_values(raw)
     return cast(InputState, dict(raw))
 
@@ -77,10 +79,7 @@ def check_request_values(request: Mapping[str, Any]) -> str | None:
     Also request_init's defence in depth: a state that skipped the graph's entry
     (`Command(update=...)`) is checked again there.
     """
-    for field in ("query", "content", "kb", "mode_type", "session_id"):
-        if isinstance(value := request.get(field), str) and "\x00" in value:
-            # PostgreSQL cannot store it in a checkpoint, and no text needs it.
-            raise _refused(f"{field} contains a NUL character (\\x00); remove it")
+    _check_text(_field_texts(request))
     query = request.get("query")
     if query is None and request.get("messages"):
         query = None
@@ -113,6 +112,56 @@ def check_request_values(request: Mapping[str, Any]) -> str | None:
             raise _refused(f"mode_type {_shown(mode)} is not an intent; use one of "
                            f"{_INTENTS}, or leave it out") from None
     return query
+
+
+def _check_text(texts: Iterable[tuple[str, object]]) -> None:
+    """Refuse text no store can keep: a NUL (PostgreSQL cannot store it in a checkpoint,
+    and no text needs it), or a lone surrogate (not Unicode: it cannot be encoded as
+    UTF-8, so saving or sending it fails mid-run; what decoding bytes as UTF-8 with
+    errors="surrogateescape" leaves, or a JSON "\\ud800")."""
+    for where, text in texts:
+        if not isinstance(text, str):
+            continue  # the types' check names it
+        if "\x00" in text:
+            raise _refused(f"{where} contains a NUL character (\\x00); remove it")
+        if why := undecodable(text):
+            raise _refused(f"{where} is not valid Unicode text ({why}); decode it as "
+                           'UTF-8 (errors="replace" keeps the rest) and send it again')
+
+
+def _field_texts(request: Mapping[str, Any]) -> Iterator[tuple[str, object]]:
+    """(where, text) for every text of a request but its messages."""
+    for field in ("query", "content", "kb", "mode_type", "session_id"):
+        yield field, request.get(field)
+    doc_ids = request.get("doc_ids")
+    if isinstance(doc_ids, list | tuple):
+        yield from ((f"doc_ids[{i}]", doc_id) for i, doc_id in enumerate(doc_ids))
+    contents = request.get("document_contents")
+    if isinstance(contents, Mapping):
+        for key, text in contents.items():
+            yield f"a key of document_contents ({_shown(key)})", key
+            if isinstance(key, str) and not undecodable(key):
+                yield f"document_contents[{key!r}]", text
+
+
+def _message_texts(messages: object) -> Iterator[tuple[str, object]]:
+    """(where, text) for the text of each message as LangGraph accepts them: message
+    objects, dicts, (role, content) pairs or strings; content a string or a list of parts."""
+    if not isinstance(messages, list | tuple):
+        return
+    for i, message in enumerate(messages):
+        if isinstance(message, str):
+            content: object = message
+        elif isinstance(message, Mapping):
+            content = message.get("content")
+        elif isinstance(message, list | tuple) and len(message) == 2:
+            content = message[1]
+        else:
+            content = getattr(message, "content", None)
+        parts = content if isinstance(content, list) else [content]
+        for part in parts:
+            text = part.get("text") if isinstance(part, Mapping) else part
+            yield f"messages[{i}].content", text
 
 
 def _check_ids(field: str, ids: list[Any]) -> None:

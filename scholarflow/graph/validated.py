@@ -5,8 +5,9 @@ channels and drops the others (langgraph/graph/state.py, `attach_node(START)`),
 and nothing enforces a TypedDict's types, not even a pydantic input schema's for
 a dict input. Every way to run the graph goes through `stream` or `astream`:
 `invoke`/`ainvoke`, `astream_events` and LangGraph server (langgraph_api/stream.py
-calls `astream` or `astream_events` on a `copy()`, which keeps this class). So
-these two check the input first; `None` and `Command` (resuming a thread) pass.
+calls `astream` or `astream_events` on a `copy()`, which keeps this class), and
+`stream` runs `astream` (graph/sync.py). So `astream` checks the input first;
+`None` and `Command` (resuming a thread) pass.
 They also give each run the list its error handlers keep their exceptions in
 (graph/handlers.py).
 
@@ -16,8 +17,8 @@ error-handler nodes (`DrawnGraph`), so Studio's xray view expands the subgraphs.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
-from contextlib import aclosing, closing
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from contextlib import aclosing
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
@@ -28,6 +29,7 @@ from langgraph.typing import ContextT, InputT, OutputT, StateT
 
 from scholarflow.context import Context, as_context
 from scholarflow.graph.handlers import with_kept_errors
+from scholarflow.graph.sync import iterate
 from scholarflow.request_schema import validate_request_input
 from scholarflow.state import InputState, OutputState, State
 
@@ -91,12 +93,9 @@ class ValidatedGraph(DrawnGraph[State, Context, InputState, OutputState]):
     def stream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Iterator[Any]:
-        checked = self._checked(input, kwargs)
-        config = with_kept_errors(config)
-        inner = cast(Generator[Any, None, None], super().stream(checked, config, **kwargs))
-        with closing(inner) as stream:
-            yield from stream
-
+        """`astream`'s chunks, run on scholarflow's event loop (graph/sync.py): every node
+        is async. LangGraph's `invoke` and Runnable's `batch` come through here."""
+        return iterate(lambda: self.astream(input, config, **kwargs))
 
 def validated(graph: CompiledStateGraph[State, Context, InputState, OutputState]
               ) -> ValidatedGraph:

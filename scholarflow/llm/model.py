@@ -12,7 +12,6 @@ older llama.cpp, Ollama and DeepSeek releases ignore, leaving replies unbounded.
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 import httpx
@@ -22,6 +21,7 @@ from langchain_openai import ChatOpenAI
 
 from scholarflow.context import Context
 from scholarflow.errors import ConfigurationError
+from scholarflow.llm.loop_cache import per_loop
 
 REASONING_FIELDS = ("reasoning_content", "reasoning")
 
@@ -53,7 +53,8 @@ class ReasoningChatOpenAI(ChatOpenAI):
 
 
 def chat_model(ctx: Context) -> ChatOpenAI:
-    """The chat model for this context; one instance (and connection pool) per endpoint."""
+    """The chat model for this context; one instance (and connection pool) per endpoint
+    and event loop: its async HTTP client cannot serve another loop (llm/loop_cache.py)."""
     if not ctx.llm_configured:
         raise ConfigurationError(
             "no LLM configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for DeepSeek, "
@@ -61,12 +62,12 @@ def chat_model(ctx: Context) -> ChatOpenAI:
             "server: in the server's environment)"
         )
     assert ctx.model_name is not None  # filled by Context.__post_init__
-    return _cached_model(ctx.model_name, ctx.openai_api_base, ctx.openai_api_key,
-                         ctx.llm_timeout_seconds, ctx.temperature)
+    key = (ctx.model_name, ctx.openai_api_base, ctx.openai_api_key, ctx.llm_timeout_seconds,
+           ctx.temperature)
+    return per_loop(("chat_model", key), lambda: _new_model(*key))
 
 
-@lru_cache(maxsize=32)
-def _cached_model(
+def _new_model(
     model: str, base_url: str | None, api_key: str | None, timeout: float, temperature: float
 ) -> ChatOpenAI:
     return ReasoningChatOpenAI(

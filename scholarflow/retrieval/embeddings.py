@@ -242,6 +242,7 @@ class OpenAIEmbedder:
         self._max_retries = max_retries
         self._dim = 0
         self._client: Any = None
+        self._client_loop: Any = None
         self.url_env = BASE_URL_ENV  # which setting errors name for the endpoint
 
     @property
@@ -261,8 +262,11 @@ class OpenAIEmbedder:
         import openai
 
         from scholarflow.llm.calls import limiter  # imported late: llm pulls in LangChain
+        from scholarflow.llm.loop_cache import running_loop
 
-        if self._client is None:
+        # Its HTTP pool serves one event loop: a new loop (a second asyncio.run) gets its own.
+        if self._client is None or self._client_loop is not running_loop():
+            self._client_loop = running_loop()
             self._client = openai.AsyncOpenAI(
                 base_url=self.base_url,
                 # Local servers need no key, but the client insists on one.
