@@ -6,12 +6,9 @@ checkpoint for its `session` statistics, `show` the thread's `messages`
 (rebuilt by LangGraph from the writes of every step), and `delete` removes
 the thread's checkpoints and writes.
 
-`session_lock` is an flock on `<SCHOLARFLOW_HOME>/locks/<hash of the id>.lock`,
-held for the whole run. The kernel drops it when its process dies, so a
-held lock means a live run, and a thread with unfinished nodes whose lock
-is free was left by a dead one: `ask` can say which it is. The lock is per
-machine: with PostgreSQL shared by several machines, runs on one session
-from two machines are not serialised.
+`session_lock` (storage/session_lock.py) is held for the whole run: a held
+lock means a live run, and a thread with unfinished nodes whose lock is free
+was left by a dead one: `ask` can say which it is.
 
 No checkpoint is ever deleted but by `delete`: `messages` is a DeltaChannel,
 rebuilt from every ancestor checkpoint's writes, and forks and rollbacks need
@@ -22,12 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
-import hashlib
 import json
-import os
 import sqlite3
-from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,19 +34,18 @@ from scholarflow.storage.checkpoints import (
     open_checkpointer,
     thread_config,
 )
-from scholarflow.storage.paths import home_dir
+from scholarflow.storage.session_lock import (
+    SessionBusyError,
+    forget_session_lock,
+    session_lock,
+)
 
 __all__ = ["SessionBusyError", "delete_session", "forget_session_lock", "list_sessions",
            "no_session", "reclaim_space", "session_lock", "show_session"]
 
-_POLL_SECONDS = 0.1  # polled, not a blocking flock in a thread: Ctrl-C must stop the wait
 # Free pages left by deleted sessions are reused by later runs; past this much, give them back.
 _VACUUM_FREE_BYTES = 64 * 1024 * 1024
 _VACUUM_BUSY_MS = 2000  # VACUUM needs the file to itself: never wait long for it
-
-
-class SessionBusyError(Exception):
-    """Another live process is running on the session (raised only when not waiting)."""
 
 
 def no_session(session_id: str) -> InputError:
@@ -131,51 +123,6 @@ async def delete_session(session_id: str) -> int:
     await reclaim_space()
     print(json.dumps({"deleted": session_id}))
     return 0
-
-
-# --- one run at a time --------------------------------------------------------------------------
-
-
-@contextlib.asynccontextmanager
-async def session_lock(session_id: str, *, wait: bool,
-                       on_wait: Callable[[], None] | None = None) -> AsyncIterator[None]:
-    """Hold the session's run lock; when another process holds it, wait (`on_wait` is
-    called once first) or raise SessionBusyError."""
-    path = await asyncio.to_thread(_lock_path, session_id)
-    await asyncio.to_thread(path.parent.mkdir, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        told = False
-        while not _try_lock(fd):
-            if not wait:
-                raise SessionBusyError(session_id)
-            if not told and on_wait is not None:
-                on_wait()
-            told = True
-            await asyncio.sleep(_POLL_SECONDS)
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())  # who holds it, for a person looking
-        yield
-    finally:
-        os.close(fd)  # closing releases the flock
-
-
-def _lock_path(session_id: str) -> Path:
-    name = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-    return home_dir() / "locks" / f"{name}.lock"
-
-
-def forget_session_lock(session_id: str) -> None:
-    """Remove a deleted session's lock file (a run that holds it keeps its open file)."""
-    _lock_path(session_id).unlink(missing_ok=True)
-
-
-def _try_lock(fd: int) -> bool:
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    return True
 
 
 async def reclaim_space() -> None:

@@ -29,6 +29,7 @@ from langgraph.typing import ContextT, InputT, OutputT, StateT
 
 from scholarflow.context import Context, as_context
 from scholarflow.graph.handlers import with_kept_errors
+from scholarflow.graph.sessions import kept_session
 from scholarflow.graph.sync import iterate
 from scholarflow.request_schema import validate_request_input
 from scholarflow.state import InputState, OutputState, State
@@ -85,10 +86,11 @@ class ValidatedGraph(DrawnGraph[State, Context, InputState, OutputState]):
     ) -> AsyncIterator[Any]:
         checked = self._checked(input, kwargs)
         config = with_kept_errors(config)  # graph/handlers.py: a LangGraph bug
-        inner = cast(AsyncGenerator[Any, None], super().astream(checked, config, **kwargs))
-        async with aclosing(inner) as stream:  # closing ours closes LangGraph's run too
-            async for chunk in stream:
-                yield chunk
+        async with kept_session(self, checked, config) as config:  # graph/sessions.py
+            inner = cast(AsyncGenerator[Any, None], super().astream(checked, config, **kwargs))
+            async with aclosing(inner) as stream:  # closing ours closes LangGraph's run too
+                async for chunk in stream:
+                    yield chunk
 
     def stream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
