@@ -86,6 +86,7 @@ def _expand(paths: Iterable[str]) -> list[str | Path]:
             continue
         from scholarflow.ingest.pipeline import collect_files  # only folders need the walker
 
+        found = len(out)
         for item in collect_files([path]):
             if isinstance(item, Path):
                 out.append(item)
@@ -93,6 +94,10 @@ def _expand(paths: Iterable[str]) -> list[str | Path]:
                 print(f"warning: {safe_text(item.error)}", file=sys.stderr, flush=True)
             else:
                 raise InputError(safe_text(item.error))
+        if len(out) == found:  # every file skipped: the question would go without documents
+            raise InputError(f"{safe_text(path)} holds no PDF, Markdown or text file that can "
+                             "be read (see the warnings above); fix or rename those files, or "
+                             "give other files")
     return out
 
 

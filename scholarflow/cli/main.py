@@ -11,6 +11,8 @@ import asyncio
 import dataclasses
 import json
 import logging
+import os
+import select
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, NoReturn, cast
@@ -23,6 +25,7 @@ from scholarflow.intents import Intent
 from scholarflow.settings import get_settings
 
 SEARCH_ENGINES = ("tavily", "bocha")
+EXIT_PIPE_CLOSED = 141  # 128 + SIGPIPE: what a shell reports for a reader that went away
 
 
 class _Parser(argparse.ArgumentParser):
@@ -250,7 +253,19 @@ async def _checked(command: Callable[[argparse.Namespace], Awaitable[int]],
     from scholarflow.cli.files import check_text_args
 
     check_text_args(args)
+    _check_home()
     return await command(args)
+
+
+def _check_home() -> None:
+    """A SCHOLARFLOW_HOME that is a file (or inside one) is one line naming the setting,
+    whatever the command: reading commands would otherwise find no knowledge base or
+    session there, and send the user to create one where none can be."""
+    from scholarflow.storage.paths import ensure_folder, home_path
+
+    home = home_path()
+    if any(p.exists() and not p.is_dir() for p in (home, *home.parents)):
+        ensure_folder(home)  # raises the ConfigurationError that says so
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -261,10 +276,37 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     install_log_scrubbing()  # debug logs and their tracebacks hold no secret either
     try:
-        return asyncio.run(run(args))
+        code = asyncio.run(run(args))
+        sys.stdout.flush()  # here, not at exit: a reader gone meanwhile is caught below
+        return code
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return _reader_gone()
+
+
+def _reader_gone() -> int:
+    """Standard output's reader went away (`scholarflow search ... | head -1`): stop
+    quietly, as Unix tools do. What is still buffered, and the interpreter's flush at
+    exit, go to /dev/null; the exit code is the one a shell gives a process that
+    SIGPIPE ended. (SIGPIPE itself stays ignored: it would also end the process on a
+    model server's dropped connection.)"""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_PIPE_CLOSED
+
+
+def _stdout_closed() -> bool:
+    """Whether standard output is a pipe whose reader is gone (so a BrokenPipeError came
+    from printing, not from a connection)."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _fd, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # no fd (a test's StringIO), or no poll
+        return False
 
 
 async def run(args: argparse.Namespace) -> int:
@@ -281,6 +323,8 @@ async def run(args: argparse.Namespace) -> int:
         failed_run = isinstance(exc, RetryableLLMError | InternalError)
         return EXIT_RUN_FAILED if failed_run else EXIT_BAD_INPUT
     except Exception as exc:
+        if isinstance(exc, BrokenPipeError) and _stdout_closed():
+            return _reader_gone()
         if _debug():  # the traceback, scrubbed: a library's message may quote a URL or key
             from scholarflow.scrub import scrubbed_traceback
 
