@@ -42,6 +42,7 @@ from tests.support.langgraph_dev import (
 )
 
 Q = "What learning rate did they use?"
+LONE = "hi \ud800 there"  # a lone surrogate
 FIELDS = "the fields are messages, query, session_id, kb, doc_ids, content, document_contents"
 
 # (id, payload, what the one line must say: the field, what is wrong, what to do)
@@ -87,6 +88,30 @@ REQUESTS: list[tuple[str, Any, list[str]]] = [
      ["unknown field 'mode'", "did you mean 'mode_type'", FIELDS]),
     ("content-bytes", {"query": Q, "content": b"bytes"}, ["content must be", "not bytes"]),
     ("not-an-object", ["query", Q], ["the input must be an object", "not a list"]),
+    # A lone surrogate is no Unicode: it cannot be encoded to be saved or sent (JSON's
+    # "\ud800", or bytes decoded with surrogateescape). Every text field is checked.
+    *[(f"surrogate-{name}", payload, [where, "not valid Unicode text", "U+D800",
+                                      "decode it as UTF-8"])
+      for name, payload, where in [
+          ("query", {"query": LONE}, "query is"),
+          ("message", {"messages": [{"type": "human", "content": LONE}]},
+           "messages[0].content"),
+          ("message-part", {"messages": [{"type": "human", "content": [
+              {"type": "text", "text": "fine"}, {"type": "text", "text": LONE}]}]},
+           "messages[0].content"),
+          ("content", {"query": Q, "content": LONE}, "content is"),
+          ("contents-key", {"query": Q, "document_contents": {LONE: "text"}},
+           "a key of document_contents"),
+          ("contents-value", {"query": Q, "document_contents": {"p1": LONE}},
+           "document_contents['p1']"),
+          ("kb", {"query": Q, "kb": LONE}, "kb is"),
+          ("doc_ids", {"query": Q, "doc_ids": ["a74347d22dcc67aa", LONE]}, "doc_ids[1]"),
+          ("session_id", {"query": Q, "session_id": LONE}, "session_id is"),
+      ]],
+    ("escaped-byte-query", {"query": "caf\udce9"},
+     ["query is not valid Unicode text", "byte 0xe9"]),
+    ("nul-contents-value", {"query": Q, "document_contents": {"p1": "a\x00b"}},
+     ["document_contents['p1'] contains a NUL character", "remove it"]),
 ]
 
 # (id, how the context is given, what the line must say)
