@@ -128,6 +128,10 @@ def ingest(*names: str | bytes, kb: str = "newkb") -> Args:
 BAD = [
     Case("missing", ask_file("no-such.md"), names=("no such file", "check the path")),
     Case("directory-without-papers", ask_file("empty-dir"), names=("holds no", "give files")),
+    # Every file skipped (a FIFO, a symlink loop): no question goes on without its documents.
+    Case("directory-of-unreadable-files", ask_file("only-bad"),
+         names=("holds no PDF, Markdown or text file that can be read", "fix or rename",
+                "give other files"), extra=("warning: skipped", "symlink loop")),
     Case("fifo", ask_file("fifo.md"), names=("FIFO", "not a regular file", "give a PDF")),
     Case("dev-zero", ask_file("/dev/zero"), names=("device", "not a regular file")),
     Case("socket", ask_file("sock.md"), names=("socket", "not a regular file")),
@@ -195,6 +199,8 @@ def outcomes(seeded_template: Seeded, llm_server: FakeOpenAIServer, hostile_dir:
 def test_a_bad_file_is_one_line_naming_the_fix(case: Case, outcomes: dict[str, Outcome]) -> None:
     seeded, result = outcomes[case.id].seeded, outcomes[case.id].result
     assert_clean_error(result, exit_code=case.exit_code, names=case.names)
+    for text in case.extra:
+        assert text in result.stderr, result.describe()
     assert_no_secret(seeded.home, result.stdout, result.stderr)
     assert_intact(seeded)
     assert_no_new_session(seeded)  # rejected before the run: nothing left behind
