@@ -56,6 +56,7 @@ from datetime import UTC, datetime
 from scholarflow.errors import CutOffLLMError, RateLimitedLLMError
 from scholarflow.llm.latency import LatencyLimit, LoopLag
 from scholarflow.llm.latency import Slot as Slot  # re-exported: its old home
+from scholarflow.llm.loop_cache import set_result_threadsafe
 
 # A longer Retry-After (a misconfigured proxy, a daily quota) would stall every
 # run in the process; past this the node's own retries and errors take over.
@@ -339,8 +340,8 @@ class LLMLimiter:
         while self._waiters and self._in_flight < self.capacity:
             waiter = self._waiters.popleft()
             if not waiter.done():
-                self._take()
-                waiter.set_result(self._epoch)
+                self._take()  # a waiter of another thread's loop is woken on that loop
+                set_result_threadsafe(waiter, self._epoch, self.release)
 
     def _paused(self) -> bool:
         """Whether a Retry-After pause holds; if so, make sure a timer ends it."""

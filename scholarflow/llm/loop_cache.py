@@ -58,3 +58,25 @@ def forget_loop(loop: asyncio.AbstractEventLoop) -> None:
     """Drop what `loop` made (it is closing)."""
     with _lock:
         _by_loop.pop(loop, None)
+
+
+def set_result_threadsafe(future: asyncio.Future[T], value: T,
+                          dropped: Callable[[], None]) -> None:
+    """`future.set_result(value)` from any thread (a process-wide limiter hands a slot to a
+    waiter of another thread's loop); `dropped()` when nobody takes it: the future was
+    cancelled meanwhile, or its loop is closed."""
+    loop = future.get_loop()
+    if loop is running_loop():
+        future.set_result(value)
+        return
+
+    def settle() -> None:
+        if future.done():
+            dropped()
+        else:
+            future.set_result(value)
+
+    try:
+        loop.call_soon_threadsafe(settle)
+    except RuntimeError:  # closed
+        dropped()

@@ -326,3 +326,33 @@ async def test_fixed_mode_ignores_429s_and_switching_modes_resets_the_limit() ->
     with pytest.raises(ValueError):  # other failures are not congestion
         await one_call(lim, ValueError("boom"))
     assert lim.capacity == 5
+
+
+def test_one_limiter_serves_loops_in_several_threads() -> None:
+    """Scripts run the graph in threads with loops of their own: a slot freed on one
+    loop wakes a waiter of another on its own loop, none is lost, the cap holds."""
+    import threading
+
+    lim = LLMLimiter(2, adaptive=False)
+    failures: list[BaseException] = []
+
+    async def calls() -> None:
+        async def one() -> None:
+            async with lim.slot():
+                assert lim.in_flight <= 2
+                await asyncio.sleep(0.002)
+        await asyncio.wait_for(asyncio.gather(*(one() for _ in range(30))), timeout=30)
+
+    def thread() -> None:
+        try:
+            asyncio.run(calls())
+        except BaseException as exc:  # reported below, in the test's thread
+            failures.append(exc)
+
+    threads = [threading.Thread(target=thread) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert failures == []
+    assert lim.in_flight == 0 and lim.max_in_flight <= 2
