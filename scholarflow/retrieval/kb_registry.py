@@ -60,8 +60,9 @@ async def open_knowledge_base(
         require("elasticsearch", ES_URL_ENV)
         from scholarflow.retrieval.index.elastic import ElasticsearchKnowledgeBase
 
-        # One client per knowledge base and process, as for the embedded index.
-        key = (url, name, embedder.name if embedder else None)
+        # One client per knowledge base and event loop (its HTTP pool serves one loop: a
+        # script's second asyncio.run gets its own); an embedded index's need no loop.
+        key = (url, name, embedder.name if embedder else None, asyncio.get_running_loop())
         return await _open.open(key, lambda: ElasticsearchKnowledgeBase.open(
             name, create=create, embedder=embedder or default_embedder()))
     folder = (kb_root() / name).absolute()
