@@ -188,6 +188,10 @@ async def test_every_way_to_run_the_graph_checks_the_input(fake_llm: FakeOpenAIS
     graph = build_graph()
     with pytest.raises(InvalidRequestError, match="unknown field 'querry'"):
         await asyncio.to_thread(graph.invoke, {"querry": Q})
+    with pytest.raises(InvalidRequestError, match="query is not valid Unicode text"):
+        await asyncio.to_thread(graph.batch, [{"query": LONE}, {"query": LONE + "?"}])
+    with pytest.raises(InvalidRequestError, match=r"messages\[0\].content is not valid Unicode"):
+        await asyncio.to_thread(lambda: list(graph.stream({"messages": [("user", LONE)]})))
     with pytest.raises(InvalidRequestError, match="doc_ids must be a list"):
         async for _ in graph.astream({"query": Q, "doc_ids": "abc"}, stream_mode="custom"):
             pass
