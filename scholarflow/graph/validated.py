@@ -99,6 +99,7 @@ class ValidatedGraph(DrawnGraph[State, Context, InputState, OutputState]):
         is async. LangGraph's `invoke` and Runnable's `batch` come through here."""
         return iterate(lambda: self.astream(input, config, **kwargs))
 
+
 def validated(graph: CompiledStateGraph[State, Context, InputState, OutputState]
               ) -> ValidatedGraph:
     """`graph`, checking its input. `StateGraph.compile()` builds its own class, so the
