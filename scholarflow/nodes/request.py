@@ -65,8 +65,9 @@ def run_question(state: State) -> tuple[str, HumanMessage]:
 
 
 def thread_session_id(state: State) -> str:
-    """The session's id: the thread's. A run without a thread (no checkpointer) is a
-    session of its own, named by `session_id` when given."""
+    """The session's id: the thread's. A run without a thread has no checkpointer and
+    named no session (graph/sessions.py gives a named one the command line's store): it is
+    a session of its own."""
     thread_id = (get_config().get("configurable") or {}).get("thread_id")
     asked = state.get("session_id")
     if thread_id is not None:
