@@ -24,7 +24,7 @@ from itertools import pairwise
 
 from scholarflow.ingest.chunking import plain_heading_level
 from scholarflow.ingest.readers import Line, PageText
-from scholarflow.ingest.readers.columns import reading_order
+from scholarflow.ingest.readers.columns import body_size, merge_fragments, strip_line_numbers
 
 __all__ = ["CAPTION", "clean_line", "page_texts"]
 
@@ -94,9 +94,11 @@ def page_texts(pages: Sequence[PageText]) -> list[str]:
                 for line in page.lines] for page in pages]
     cleaned = [[line for line in lines if line.text] for lines in cleaned]
     kept = _drop_furniture(pages, cleaned)
-    ordered = [reading_order(page, lines) if page.positioned else lines
+    ordered = [merge_fragments(page, strip_line_numbers(lines))
                for page, lines in zip(pages, kept, strict=True)]
-    paragraphs = [_paragraphs(page, lines) for page, lines in zip(pages, ordered, strict=True)]
+    size = body_size(ordered)
+    paragraphs = [_paragraphs(page, lines, size)
+                  for page, lines in zip(pages, ordered, strict=True)]
     counts = _word_counts(ordered)
     texts = [[_joined(p.lines, counts) for p in page] for page in paragraphs]
     _join_across_pages(texts, counts)
@@ -150,8 +152,8 @@ def _edge_lines(page: PageText, lines: list[Line]) -> list[Line]:
 # --- paragraphs -----------------------------------------------------------------
 
 
-def _paragraphs(page: PageText, lines: list[Line]) -> list[_Paragraph]:
-    """Lines grouped into paragraphs; captions moved after the running text."""
+def _paragraphs(page: PageText, lines: list[Line], body: float) -> list[_Paragraph]:
+    """Lines grouped into paragraphs; captions and smaller text moved after the running text."""
     paragraphs: list[_Paragraph] = []
     current = _Paragraph()
     previous: Line | None = None
@@ -169,8 +171,23 @@ def _paragraphs(page: PageText, lines: list[Line]) -> list[_Paragraph]:
         previous = line
     if current.lines:
         paragraphs.append(current)
-    body = [p for p in paragraphs if not p.caption]
-    return body + [p for p in paragraphs if p.caption]
+    running: list[_Paragraph] = []
+    asides: list[_Paragraph] = []
+    for paragraph in paragraphs:
+        sizes = sorted(line.size for line in paragraph.lines)
+        smaller = page.positioned and body > 0 and sizes[len(sizes) // 2] < body * 0.85
+        if paragraph.caption or smaller:
+            asides.append(paragraph)
+        elif running and _goes_on(running[-1], paragraph):
+            running[-1].lines.extend(paragraph.lines)  # cut by a figure or a column break
+        else:
+            running.append(paragraph)
+    return running + asides
+
+
+def _goes_on(paragraph: _Paragraph, following: _Paragraph) -> bool:
+    last, first = paragraph.lines[-1].text, following.lines[0].text
+    return not _SENTENCE_END.search(last) and (first[:1].islower() or last.endswith("-"))
 
 
 def _breaks(page: PageText, previous: Line, line: Line) -> bool:
@@ -222,7 +239,10 @@ def _append(text: str, line: str, counts: Counter[str]) -> str:
     if text.endswith("-") and len(text) > 1 and text[-2].isalpha() and line[:1].islower():
         head = text[:-1].rsplit(" ", 1)[-1]
         tail = _WORD.match(line)
-        if tail is not None:
+        # "metallo-β-lactamase-|associated" keeps its hyphen: a compound whose last part
+        # is a word of its own; "N-termi-|nus" does not.
+        compound = "-" in head and counts[head.rsplit("-", 1)[-1].lower()] >= 2
+        if tail is not None and not compound:
             joined = (head + tail.group(0)).lower()
             hyphenated = f"{head}-{tail.group(0)}".lower()
             if counts[hyphenated] <= counts[joined] or not counts[hyphenated]:
