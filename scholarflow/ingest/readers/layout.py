@@ -22,9 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from scholarflow.ingest.chunking import plain_heading_level
 from scholarflow.ingest.readers import Line, PageText
 from scholarflow.ingest.readers.columns import body_size, merge_fragments, strip_line_numbers
+from scholarflow.ingest.sections import CAPTION, plain_heading_level
 
 __all__ = ["CAPTION", "clean_line", "page_texts"]
 
@@ -48,10 +48,6 @@ _DOWNLOADED = re.compile(
     r"copyright \(c\)|©\s*\d{4}.*all rights reserved)", re.IGNORECASE)
 _PAGE_NUMBER = re.compile(
     r"^(?:page\s*)?[\divxlc]{1,5}(?:\s*(?:of|/)\s*\d{1,5})?$", re.IGNORECASE)
-# "Figure 3." "Fig. 3 |" "Figure S2:" "Table 1." "Extended Data Fig. 2" "Supplementary Table 3"
-CAPTION = re.compile(
-    r"^(?:(?:extended data|supplementary)\s+)?(?:fig(?:ure)?s?\.?|table)\s*"
-    r"(?:S?\d{1,2}|[IVX]{1,4})[A-Za-z]?\s*(?:[.:|]|$|\s[-–—]\s)", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?:)\]\"”’]$")
 _WORD = re.compile(r"[\w-]+")
 # Lines this close to a page's top or bottom edge (share of its height) may be furniture.
