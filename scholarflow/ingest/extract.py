@@ -124,7 +124,7 @@ def extract_pdf(raw: bytes, shown: str, *, reader: str | None = None) -> Extract
             "images); run OCR on it first"
         )
     content_text, pages = _join_pages(texts)
-    facts = paper_facts(content, texts[0])
+    facts = paper_facts(content)
     document = document_from_text(content_text, title=facts.title, source=shown)
     return ExtractedDocument(document, "pdf", pages, authors=facts.authors, year=facts.year,
                              doi=facts.doi, page_count=len(texts))

@@ -26,7 +26,7 @@ from scholarflow.ingest.readers import Line, PageText
 from scholarflow.ingest.readers.columns import body_size, merge_fragments, strip_line_numbers
 from scholarflow.ingest.sections import CAPTION, plain_heading_level
 
-__all__ = ["CAPTION", "clean_line", "page_texts"]
+__all__ = ["DOWNLOADED", "clean_line", "page_texts"]
 
 _LIGATURES = str.maketrans({
     "ﬀ": "ff", "ﬁ": "fi", "ﬂ": "fl", "ﬃ": "ffi", "ﬄ": "ffl", "ﬅ": "st", "ﬆ": "st",
@@ -43,7 +43,7 @@ _ACCENT_BEFORE = re.compile(r"([¨´ˆ˜¸˚ˇ¯˘˙˝]) ?([A-Za-z])")
 _SPACED = re.compile(r"(?<!\S)(?:\w[ ,.]){3,}\w(?!\S)")
 _CONTROL = re.compile(r"[\x01-\x08\x0b-\x1f\x7f]")
 
-_DOWNLOADED = re.compile(
+DOWNLOADED = re.compile(
     r"^(?:downloaded from|this article is protected by copyright|provided by|"
     r"copyright \(c\)|©\s*\d{4}.*all rights reserved)", re.IGNORECASE)
 _PAGE_NUMBER = re.compile(
@@ -119,7 +119,7 @@ def _drop_furniture(pages: Sequence[PageText], lines: list[list[Line]]) -> list[
         kept = []
         for line in page_lines:
             text = line.text
-            if _DOWNLOADED.match(text):
+            if DOWNLOADED.match(text):
                 continue
             if id(line) in edge_ids and (seen[_key(text)] >= repeated
                                          or _PAGE_NUMBER.match(text)):
