@@ -110,10 +110,13 @@ def extract_pdf(raw: bytes, shown: str, *, reader: str | None = None) -> Extract
     Encrypted, corrupt, oversized and scanned PDFs are one-line `DocumentError`s.
     """
     from scholarflow.ingest.readers import get_reader
+    from scholarflow.ingest.readers.guard import check_inflation
     from scholarflow.ingest.readers.layout import page_texts
     from scholarflow.ingest.readers.paper import paper_facts
 
-    content = get_reader(reader).read(raw, shown)
+    chosen = get_reader(reader)
+    check_inflation(raw, shown)  # before any engine: PDFium aborts the process on a bomb
+    content = chosen.read(raw, shown)
     texts = page_texts(content.pages)
     if not texts:
         raise DocumentError(f"{shown} is a PDF without pages; re-export it, or give its text "

@@ -36,7 +36,9 @@ _REFERENCE_HEADINGS = frozenset({
 })
 # An entry's year ("2019;", "(2020)", "2021a.") and its authors ("Smith, J.", "et al.").
 _CITED_YEAR = re.compile(r"\((?:19|20)\d\d[a-z]?\)|\b(?:19|20)\d\d[a-z]?[;.,):]")
-_CITED_NAME = re.compile(r"\b[A-Z][A-Za-z'’-]+,?\s(?:[A-Z]\.\s?){1,3}|\bet al\.")
+_CITED_NAME = re.compile(
+    r"\b[A-Z][A-Za-z'’-]+,?\s(?:[A-Z]\.\s?){1,3}|\b[A-Z][a-z'’-]+\s[A-Z]{1,3}(?=[,.])"
+    r"|\bet al\.")
 _ATX = re.compile(r" {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 # "3 Method", "3.2 Training", "IV. Results", "二、方法": numbered headings of PDFs and text.
@@ -184,15 +186,15 @@ def is_reference_list(path: Path, text: str) -> bool:
     """Whether a chunk is part of a reference list: under its heading, or dense with entries.
 
     The density test catches lists whose heading was lost or that run on under
-    "Acknowledgments": a year every dozen words and an author every eight is a
-    list of works, not prose citing them.
+    "Acknowledgments": a year every 30 words and an author ("Smith, J.", "Smith
+    JA", "et al.") every eight is a list of works, not prose citing them.
     """
     if any(title.lower().rstrip(":： ") in _REFERENCE_HEADINGS for level, title in path
            if level != CAPTION_LEVEL):
         return True
     words = len(text.split())
-    if words < 30:
+    if words < 20:  # a line or two: too little to tell
         return False
     years = len(_CITED_YEAR.findall(text))
     names = len(_CITED_NAME.findall(text))
-    return years * 12 >= words and names * 8 >= words
+    return years * 30 >= words and names * 8 >= words

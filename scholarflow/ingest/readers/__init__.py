@@ -47,6 +47,9 @@ class Line:
     x1: float = 0.0
     bottom: float = 0.0
     size: float = 0.0  # font size of its first character; 0: the engine does not say
+    # Drawn white: text a reader does not see. It stays in the text (it is the
+    # document's), but never names the paper or heads a section.
+    hidden: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 from itertools import pairwise
 
 from scholarflow.ingest.readers import Line, PageText
@@ -39,7 +40,7 @@ def strip_line_numbers(lines: list[Line]) -> list[Line]:
             continue
         text = _LEADING_NUMBER.sub("", line.text, count=1)
         if text:
-            out.append(Line(text, line.x0, line.top, line.x1, line.bottom, line.size))
+            out.append(replace(line, text=text))
     return out
 
 
@@ -66,7 +67,8 @@ def merge_fragments(page: PageText, lines: list[Line]) -> list[Line]:
             size = previous.size if len(previous.text) >= len(line.text) else line.size
             out[-1] = Line(previous.text + joiner + line.text, previous.x0,
                            min(previous.top, line.top), line.x1,
-                           max(previous.bottom, line.bottom), size)
+                           max(previous.bottom, line.bottom), size,
+                           previous.hidden and line.hidden)
         else:
             out.append(line)
     return out

@@ -19,7 +19,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
 from scholarflow.ingest.readers import Line, PageText
@@ -38,6 +38,7 @@ _ACCENTS = {"¨": "\u0308", "´": "\u0301", "ˆ": "\u0302", "˜": "\u0303", "¸"
             "˚": "\u030a", "ˇ": "\u030c", "¯": "\u0304", "˘": "\u0306", "˙": "\u0307",
             "˝": "\u030b"}
 _ACCENT_AFTER = re.compile(r"([A-Za-z])([¨´ˆ˜¸˚ˇ¯˘˙˝]) ?(?=[a-z])|([A-Za-z])([¨´ˆ˜¸˚ˇ¯˘˙˝])")
+_DOTLESS = re.compile(r"([¨´ˆ˜¸˚ˇ¯˘˙˝]) ?ı")
 _ACCENT_BEFORE = re.compile(r"([¨´ˆ˜¸˚ˇ¯˘˙˝]) ?([A-Za-z])")
 # Four or more single letters apart ("B a n n o"): one word set letter-spaced.
 _SPACED = re.compile(r"(?<!\S)(?:\w[ ,.]){3,}\w(?!\S)")
@@ -61,6 +62,8 @@ def clean_line(text: str) -> str:
     if _CONTROL.search(text):
         text = _CONTROL.sub("", text)
     if any(accent in text for accent in _ACCENTS):
+        # TeX sets "í" as an accent over a dotless i: "Garc´ıa".
+        text = _DOTLESS.sub(lambda m: _accented("i", m.group(1)), text)
         text = _ACCENT_AFTER.sub(_combine_after, text)
         text = _ACCENT_BEFORE.sub(lambda m: _accented(m.group(2), m.group(1)), text)
     if " " in text and _SPACED.search(text):
@@ -86,8 +89,8 @@ class _Paragraph:
 
 def page_texts(pages: Sequence[PageText]) -> list[str]:
     """Every page's text: paragraphs one a line, a blank line between; "" for a blank page."""
-    cleaned = [[Line(clean_line(line.text), line.x0, line.top, line.x1, line.bottom, line.size)
-                for line in page.lines] for page in pages]
+    cleaned = [[replace(line, text=clean_line(line.text)) for line in page.lines]
+               for page in pages]
     cleaned = [[line for line in lines if line.text] for lines in cleaned]
     kept = _drop_furniture(pages, cleaned)
     ordered = [merge_fragments(page, strip_line_numbers(lines))
@@ -155,10 +158,12 @@ def _paragraphs(page: PageText, lines: list[Line], body: float) -> list[_Paragra
     previous: Line | None = None
     for line in lines:
         # "...as shown in\nFig. 3. The" is running text: a caption starts a paragraph.
-        caption = CAPTION.match(line.text) is not None and (
+        caption = not line.hidden and CAPTION.match(line.text) is not None and (
             previous is None or _breaks(page, previous, line)
             or bool(_SENTENCE_END.search(previous.text)))
-        if previous is not None and (caption or _breaks(page, previous, line)):
+        # A caption drawn apart from the text ends where the text resumes above it.
+        caption_ends = current.caption and previous is not None and line.top < previous.top
+        if previous is not None and (caption or caption_ends or _breaks(page, previous, line)):
             paragraphs.append(current)
             current = _Paragraph(caption=caption)
         elif previous is None:
@@ -188,6 +193,8 @@ def _goes_on(paragraph: _Paragraph, following: _Paragraph) -> bool:
 
 def _breaks(page: PageText, previous: Line, line: Line) -> bool:
     """Whether `line` starts a new paragraph after `previous`."""
+    if previous.hidden or line.hidden:
+        return False  # unseen text never stands alone, as a heading or a caption would
     if _heading(previous.text) and len(previous.text) < 0.7 * len(line.text):
         return True
     if _heading(line.text) and (_SENTENCE_END.search(previous.text)
@@ -237,13 +244,15 @@ def _append(text: str, line: str, counts: Counter[str]) -> str:
         tail = _WORD.match(line)
         # "metallo-β-lactamase-|associated" keeps its hyphen: a compound whose last part
         # is a word of its own; "N-termi-|nus" does not.
-        compound = "-" in head and counts[head.rsplit("-", 1)[-1].lower()] >= 2
+        compound = "-" in head and counts[head.rsplit("-", 1)[-1].lower()] >= 1
         if tail is not None and not compound:
             joined = (head + tail.group(0)).lower()
             hyphenated = f"{head}-{tail.group(0)}".lower()
             if counts[hyphenated] <= counts[joined] or not counts[hyphenated]:
                 return text[:-1] + line
             return text + line
+    if text.endswith("-") and len(text) > 1 and text[-2].isalnum() and line[:1].isalnum():
+        return text + line  # "Hardy-|Weinberg", "SARS-|CoV-2": the hyphen is the word's
     return f"{text} {line}"
 
 

@@ -100,7 +100,7 @@ def _title_lines(content: PdfContent, first: list[Line]) -> list[Line]:
     if not content.pages or not content.pages[0].positioned:
         return []
     page = content.pages[0]
-    lines = [line for line in first if _titlelike(line.text)
+    lines = [line for line in first if not line.hidden and _titlelike(line.text)
              and line.x1 - line.x0 > line.bottom - line.top  # not a vertical margin note
              and (not page.height or line.top < page.height * 0.6)]
     if not lines:
@@ -124,7 +124,7 @@ def _title_lines(content: PdfContent, first: list[Line]) -> list[Line]:
 
 def _first_line(first: list[Line]) -> str | None:
     for line in first:
-        if _titlelike(text := clean_line(line.text)):
+        if not line.hidden and _titlelike(text := clean_line(line.text)):
             return text
     return None
 
@@ -151,7 +151,7 @@ def _first_page_authors(first: list[Line], title_lines: list[Line]) -> tuple[str
     below = sorted((line for line in first if line.top > title_lines[-1].bottom - 1),
                    key=lambda line: line.top)
     names: list[str] = []
-    for line in below[:4]:
+    for line in [line for line in below if not line.hidden][:4]:
         found = _names(clean_line(line.text))
         if not found:
             if names:

@@ -25,6 +25,7 @@ __all__ = ["READER", "PdfiumReader"]
 _LOCK = threading.Lock()
 _HYPHEN_MARK = "\ufffe"
 _PASSWORD_ERROR = 4  # FPDF_ERR_PASSWORD
+_WHITE = 245  # of 255, each of red, green and blue
 
 
 class PdfiumReader:
@@ -81,6 +82,8 @@ def _lines(pdfium_c: Any, handle: Any, text: str, height: float) -> list[Line]:
     left, right = ctypes.c_double(), ctypes.c_double()
     bottom, top = ctypes.c_double(), ctypes.c_double()
     loose = pdfium_c.FS_RECTF()
+    red, green, blue, alpha = (ctypes.c_uint(), ctypes.c_uint(), ctypes.c_uint(), ctypes.c_uint())
+    colour = tuple(ctypes.byref(c) for c in (red, green, blue, alpha))
     refs = (ctypes.byref(left), ctypes.byref(right), ctypes.byref(bottom), ctypes.byref(top))
     lines: list[Line] = []
     start = 0
@@ -104,8 +107,10 @@ def _lines(pdfium_c: Any, handle: Any, text: str, height: float) -> list[Line]:
             size = loose.top - loose.bottom
             pdfium_c.FPDFText_GetCharBox(handle, last, *refs)
             line = text[first:last + 1].replace(_HYPHEN_MARK, "-")
+            pdfium_c.FPDFText_GetFillColor(handle, first, *colour)
+            hidden = min(red.value, green.value, blue.value) >= _WHITE and alpha.value > 0
             lines.append(Line(line, x0, height - max(y_top, top.value), max(right.value, x0),
-                              height - min(y_bottom, bottom.value), float(size)))
+                              height - min(y_bottom, bottom.value), float(size), hidden))
         start = stop
         while start < length and text[start] in "\r\n":
             start += 1
