@@ -105,6 +105,30 @@ def test_running_text_that_mentions_a_figure_is_not_a_caption() -> None:
     assert "\n" not in text
 
 
+def test_columns_drawn_row_by_row_are_read_column_by_column() -> None:
+    left = ["The first column starts here and", "runs down the left side of the",
+            "page to its end."]
+    right = ["The second column starts at the", "top of the right side and goes",
+             "down to the foot."]
+    lines = [Line("A Title Across Both Columns", 72, 60, 540, 80, 18)]
+    for row, (a, b) in enumerate(zip(left, right, strict=True)):
+        top = 100 + 12 * row
+        lines += [Line(a, 72, top, 290, top + 10, 10), Line(b, 320, top, 540, top + 10, 10)]
+    text = page_texts([PageText(1, tuple(lines), 612, 792)])[0]
+    assert "runs down the left side of the page to its end." in text
+    assert text.index("its end") < text.index("The second column")
+    assert text.index("Both Columns") < text.index("The first column")
+
+
+def test_columns_drawn_in_order_keep_their_order() -> None:
+    lines = [Line(f"Left column line {n} of the text here", 72, 100 + 12 * n, 290, 110 + 12 * n,
+                  10) for n in range(5)]
+    lines += [Line(f"Right column line {n} of the text", 320, 100 + 12 * n, 540, 110 + 12 * n,
+                   10) for n in range(5)]
+    text = page_texts([PageText(1, tuple(lines), 612, 792)])[0]
+    assert text.index("Left column line 4") < text.index("Right column line 0")
+
+
 def test_preprint_line_numbers_are_dropped() -> None:
     lines = [f"{n} line {n} of the manuscript text, which runs on and on here" for n in
              range(40, 52)]

@@ -5,8 +5,10 @@
 - PDFium ends a line where a subscript starts ("Nav1.8 for E" / "CLI" / "are
   much larger"); a fragment on the same baseline band, right after the previous
   line, is joined back to it.
-- Text smaller than the running text that cuts into it (figure labels, tables,
-  footnotes drawn between two halves of a paragraph) is moved after it.
+- Columns: most PDFs draw a column's lines in order, and their order is kept.
+  When a page's lines go across the columns row by row (left, right, left,
+  right at the same height), they are put in reading order instead: column by
+  column, top to bottom, between the lines that span the page.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from itertools import pairwise
 
 from scholarflow.ingest.readers import Line, PageText
 
-__all__ = ["body_size", "merge_fragments", "strip_line_numbers"]
+__all__ = ["body_size", "merge_fragments", "reading_order", "strip_line_numbers"]
 
 _LEADING_NUMBER = re.compile(r"^(\d{1,5})(?:\s+|$)")
 # Lines that must count up for the page's leading numbers to be line numbers.
@@ -81,3 +83,35 @@ def body_size(pages: Sequence[Sequence[Line]]) -> float:
         for line in lines:
             sizes[round(line.size, 1)] += len(line.text)
     return sizes.most_common(1)[0][0] if sizes else 0.0
+
+
+# Share of a page's lines that must hop across the gutter at one height for the page
+# to be read row by row.
+_ROW_WISE = 0.3
+
+
+def reading_order(page: PageText, lines: list[Line]) -> list[Line]:
+    """The page's lines in reading order (the engine's, unless it reads across columns)."""
+    if not page.positioned or not page.width or len(lines) < 6:
+        return lines
+    middle = page.width / 2
+    hops = sum(1 for a, b in pairwise(lines)
+               if a.x1 <= middle < b.x0 and abs(a.top - b.top) < max(a.size, 1.0) * 0.6)
+    if hops < _ROW_WISE * len(lines) / 2:
+        return lines
+    ordered: list[Line] = []
+    band: list[Line] = []
+    for line in sorted(lines, key=lambda line: (line.top, line.x0)):
+        if line.x0 < middle < line.x1:  # spans the gutter: a title, a wide figure, a footer
+            ordered += _columns(band, middle)
+            ordered.append(line)
+            band = []
+        else:
+            band.append(line)
+    return ordered + _columns(band, middle)
+
+
+def _columns(band: list[Line], middle: float) -> list[Line]:
+    left = [line for line in band if line.x1 <= middle]
+    right = [line for line in band if line.x1 > middle]
+    return left + right  # each already top to bottom

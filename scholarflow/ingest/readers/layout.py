@@ -23,7 +23,12 @@ from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
 from scholarflow.ingest.readers import Line, PageText
-from scholarflow.ingest.readers.columns import body_size, merge_fragments, strip_line_numbers
+from scholarflow.ingest.readers.columns import (
+    body_size,
+    merge_fragments,
+    reading_order,
+    strip_line_numbers,
+)
 from scholarflow.ingest.sections import CAPTION, plain_heading_level
 
 __all__ = ["DOWNLOADED", "clean_line", "page_texts"]
@@ -93,7 +98,7 @@ def page_texts(pages: Sequence[PageText]) -> list[str]:
                for page in pages]
     cleaned = [[line for line in lines if line.text] for lines in cleaned]
     kept = _drop_furniture(pages, cleaned)
-    ordered = [merge_fragments(page, strip_line_numbers(lines))
+    ordered = [merge_fragments(page, reading_order(page, strip_line_numbers(lines)))
                for page, lines in zip(pages, kept, strict=True)]
     size = body_size(ordered)
     paragraphs = [_paragraphs(page, lines, size)
