@@ -37,15 +37,12 @@ def check_inflation(raw: bytes, shown: str) -> None:
         start = found.end()
         end = raw.find(b"endstream", start)
         length = (end if end >= 0 else len(raw)) - start
-        if length * _DEFLATE_MAX_RATIO < MAX_STREAM_BYTES:
-            # Only a stream compressed twice or more gets past deflate's ratio.
-            opened = raw.rfind(b"<<", max(0, found.start() - 2048), found.start())
-            if opened < 0 or len(_FLATE.findall(raw, opened, found.start())) < 2:
-                continue
         opened = raw.rfind(b"<<", max(0, found.start() - 2048), found.start())
         layers = len(_FLATE.findall(raw, opened, found.start())) if opened >= 0 else 0
-        if layers and _estimate(raw[start:start + _PROBE_BYTES], length,
-                                layers) > MAX_STREAM_BYTES:
+        # Compressed once, a stream this short cannot reach the limit: not probed.
+        if layers == 0 or (layers == 1 and length * _DEFLATE_MAX_RATIO < MAX_STREAM_BYTES):
+            continue
+        if _estimate(raw[start:start + _PROBE_BYTES], length, layers) > MAX_STREAM_BYTES:
             raise DocumentError(
                 f"{shown} has a stream that would inflate to more than "
                 f"{MAX_STREAM_BYTES >> 20:,} MB (a decompression bomb, or a damaged file): "
