@@ -53,6 +53,7 @@ def test_characters_are_read_as_meant(raw: str, read: str) -> None:
 
 def test_a_word_of_one_letter_is_not_letter_spacing() -> None:
     assert clean_line("a b test of it") == "a b test of it"
+    assert clean_line("counts 0 1 0 1 in a row") == "counts 0 1 0 1 in a row"
 
 
 # --- furniture, hyphens, captions -------------------------------------------------------

@@ -5,7 +5,9 @@
 - Furniture: running headers and footers (a line at a page's top or bottom whose
   digit-blind form recurs on many pages), page numbers, "Downloaded from ..."
   lines, and text in the side margins (publishers' vertical stamps) are dropped.
-- Order: columns are read top to bottom, left to right (`columns.py`).
+- Order: the engine's, which follows the columns in the PDFs measured; a page
+  drawn row by row across its columns is read column by column (`columns.py`),
+  and smaller text that cuts a paragraph (figure labels) goes after it.
 - Paragraphs: a page's lines become paragraphs, one a line of text, blank lines
   between; a line-end hyphen is joined when the next line goes on in lower case,
   unless the document writes the hyphenated form more often than the joined one.
@@ -46,7 +48,7 @@ _ACCENT_AFTER = re.compile(r"([A-Za-z])([¨´ˆ˜¸˚ˇ¯˘˙˝]) ?(?=[a-z])|([A
 _DOTLESS = re.compile(r"([¨´ˆ˜¸˚ˇ¯˘˙˝]) ?ı")
 _ACCENT_BEFORE = re.compile(r"([¨´ˆ˜¸˚ˇ¯˘˙˝]) ?([A-Za-z])")
 # Four or more single letters apart ("B a n n o"): one word set letter-spaced.
-_SPACED = re.compile(r"(?<!\S)(?:\w[ ,.]){3,}\w(?!\S)")
+_SPACED = re.compile(r"(?<!\S)(?:[^\W\d_][ ,.]){3,}[^\W\d_](?!\S)")  # not "0 1 0 1"
 _CONTROL = re.compile(r"[\x01-\x08\x0b-\x1f\x7f]")
 
 DOWNLOADED = re.compile(
