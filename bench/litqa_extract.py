@@ -176,6 +176,9 @@ def extract_table(corpus: Path, names: Sequence[str] | None = None) -> list[dict
         if module and _version(module) == "absent":
             continue
         rows.append(measure(corpus, name, label, extract))
+        row = rows[-1]
+        print(f"{label}: {row['intact']}/{row['passages']} intact, {row['seconds']} s",
+              file=sys.stderr, flush=True)  # a slow engine takes minutes: show each as done
     return rows
 
 
