@@ -70,10 +70,12 @@ class Prepared:
     chunked: ChunkedDocument
 
     def stored(self) -> StoredDocument:
-        doc = self.extracted.document
+        doc, extracted = self.extracted.document, self.extracted
         return StoredDocument(doc_id=doc.doc_id, title=doc.title, source=doc.source,
                               content_hash=doc.content_hash, tokens=self.chunked.tokens,
-                              chunks=len(self.chunked.chunks))
+                              chunks=len(self.chunked.chunks), authors=extracted.authors,
+                              year=extracted.year, doi=extracted.doi,
+                              pages=extracted.page_count)
 
 
 OnResult = Callable[[IngestResult], None]
