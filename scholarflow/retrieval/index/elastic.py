@@ -151,8 +151,10 @@ class ElasticsearchKnowledgeBase:
         # Reference lists are not embedded: BM25 finds them when a question asks for them.
         embedded = [c for c in chunks if c.kind != "references"]
         texts = [c.text for c in embedded]
-        vectors: Sequence[Vectors] = await self._embedder.embed_passages(texts) if texts else []
-        by_chunk = dict(zip((c.chunk_id for c in embedded), vectors, strict=True))
+        by_chunk: dict[str, Vectors] = {}
+        if texts:
+            vectors = await self._embedder.embed_passages(texts)
+            by_chunk = dict(zip((c.chunk_id for c in embedded), vectors, strict=True))
         try:
             for at in range(0, len(chunks), BULK_BATCH):
                 await self._bulk_chunks(document, chunks[at : at + BULK_BATCH], by_chunk)
