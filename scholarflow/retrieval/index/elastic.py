@@ -102,6 +102,21 @@ class ElasticsearchKnowledgeBase:
                  mappings.body.values())
         return sorted(n for n in names if isinstance(n, str))
 
+    @classmethod
+    async def describe_all(cls, url: str | None = None) -> list[KnowledgeBaseInfo]:
+        """Every knowledge base on the cluster with its counts (no embedder check)."""
+        names = await cls.list_names(url)
+        client, url = connect(url)
+        try:
+            infos = []
+            for name in names:
+                documents, chunks = await elastic_docs.count_records(
+                    client, index_name(name), url)
+                infos.append(KnowledgeBaseInfo(name, documents, chunks, "elasticsearch"))
+        finally:
+            await client.close()
+        return infos
+
     async def _prepare(self, create: bool) -> None:
         async with es_errors(self._url, "open the knowledge base"):
             if await self._client.indices.exists(index=self.index):

@@ -117,6 +117,19 @@ class EmbeddedKnowledgeBase:
         dim = int(meta["dim"]) if "dim" in meta else None
         return cls(name, folder, embedder, dim)
 
+    @staticmethod
+    async def describe(name: str) -> KnowledgeBaseInfo:
+        """Its counts, read without opening it for search (no embedder needed)."""
+        folder = kb_root() / check_kb_name(name)
+        if not await asyncio.to_thread((folder / DB_FILENAME).is_file):
+            raise KnowledgeBaseNotFoundError(f"no knowledge base {name!r}")
+        db = SqliteDatabase(folder / DB_FILENAME, sql.SCHEMA, remedy=_remedy(name))
+        try:
+            documents, chunks = await db.run(sql.counts)
+        finally:
+            await db.close()
+        return KnowledgeBaseInfo(name, documents, chunks, "embedded")
+
     # --- writing -------------------------------------------------------------
 
     async def add(
