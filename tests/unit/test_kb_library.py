@@ -187,3 +187,40 @@ def _assert_consistent(db: Path) -> None:
         chunks = dict(conn.execute("SELECT doc_id, COUNT(*) FROM chunks GROUP BY doc_id"))
         texts = {row[0] for row in conn.execute("SELECT doc_id FROM texts")}
     assert chunks == {d: n for d, n in docs.items() if n} and texts == set(docs)
+
+
+async def test_a_removal_marks_rows_dead_instead_of_rebuilding(home: Path) -> None:
+    embedder = HashingEmbedder()
+    writer = await open_knowledge_base("lib", create=True, embedder=embedder)
+    for i in range(10):  # one removed is 1/10 of the rows: under DEAD_SHARE
+        await writer.add(*paper(f"p{i}", [("body", f"{BODY} Copy {i}."), ("body", OTHER)]))
+    # Another process's view of the same knowledge base: its own connection and arrays.
+    reader = await EmbeddedKnowledgeBase.open("lib", embedder=embedder)
+    query = "Acinetobacter lwoffii gentamicin"
+    everything = {f"p{i}" for i in range(10)}
+    assert {h.doc_id for h in await reader.search(query, doc_ids=None, params=ALL)} == everything
+    arrays = reader._snapshot
+    await writer.remove("p1")
+    assert {h.doc_id for h in await reader.search(query, doc_ids=None, params=ALL)} == (
+        everything - {"p1"})
+    assert reader._snapshot is arrays and arrays is not None  # not rebuilt: rows marked dead
+    assert int(arrays.dead.sum()) == 2
+    with pytest.raises(DocumentNotFoundError):
+        await reader.search(query, doc_ids=["p1"], params=ALL)
+    # Added again (new rows), it is found again; the old rows stay dead.
+    await writer.add(*paper("p1", [("body", f"{BODY} Copy 1."), ("body", OTHER)]))
+    hits = await reader.search(query, doc_ids=["p1"], params=ALL)
+    assert [h.doc_id for h in hits] == ["p1", "p1"] and reader._snapshot is arrays
+    await reader.close()
+    await close_all()
+    # A new process loads the saved arrays and applies the removals made since.
+    fresh = await EmbeddedKnowledgeBase.open("lib", embedder=embedder)
+    assert sorted(h.chunk_id for h in await fresh.search(query, doc_ids=None, params=ALL)) == [
+        f"p{i}:{n:05d}" for i in range(10) for n in (0, 1)]
+    # More than 1/8 of the rows dead: the arrays are rebuilt, without them.
+    await fresh.remove("p0")
+    await fresh.remove("p2")
+    await fresh.search(query, doc_ids=None, params=ALL)
+    assert fresh._snapshot is not None and not fresh._snapshot.dead.any()
+    assert fresh._snapshot.size == 16
+    await fresh.close()

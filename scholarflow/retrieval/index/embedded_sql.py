@@ -50,6 +50,14 @@ CREATE TABLE IF NOT EXISTS chunks (
     vector BLOB NOT NULL,  -- empty for a reference-list chunk: it is never embedded
     kind TEXT NOT NULL DEFAULT 'body'
 );
+-- The chunk rowids of each removed document: open processes mark them dead in their
+-- search arrays instead of rebuilding them (see `snapshot`).
+CREATE TABLE IF NOT EXISTS removals (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    doc_id TEXT NOT NULL,
+    first_id INTEGER NOT NULL,
+    last_id INTEGER NOT NULL
+);
 """
 
 # Columns added after the first release: (table, column, declaration). A knowledge base
@@ -158,6 +166,11 @@ def delete_documents(conn: sqlite3.Connection, doc_ids: Sequence[str]) -> int:
     the number of documents deleted."""
     deleted = 0
     for doc_id in dict.fromkeys(doc_ids):
+        first, last = conn.execute("SELECT min(id), max(id) FROM chunks WHERE doc_id = ?",
+                                   (doc_id,)).fetchone()
+        if first is not None:  # its chunks are consecutive rowids: one transaction added them
+            conn.execute("INSERT INTO removals (doc_id, first_id, last_id) VALUES (?, ?, ?)",
+                         (doc_id, first, last))
         conn.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
         conn.execute("DELETE FROM texts WHERE doc_id = ?", (doc_id,))
         deleted += conn.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,)).rowcount
