@@ -80,7 +80,7 @@ async def library(args: argparse.Namespace) -> list[Row]:
         new = document_from_text(text, doc_id="new", title=title)
         await then_search("add one document, then search (arrays appended)",
                           lambda: add_document(kb, new))
-        await then_search("remove one document, then search (arrays rebuilt)",
+        await then_search("remove one document, then search (its rows marked dead)",
                           lambda: kb.remove("doc00000"))
         title, text = corpus[args.docs + 1]
         from scholarflow.ingest.chunking import chunk_document
@@ -89,7 +89,7 @@ async def library(args: argparse.Namespace) -> list[Row]:
 
         extracted = extracted_from_text(document_from_text(text, doc_id="new-v2", title=title))
         prepared = Prepared(extracted, chunk_document(extracted))
-        await then_search("add a new version replacing one, then search (arrays rebuilt)",
+        await then_search("add a new version replacing one, then search (appended + marked dead)",
                           lambda: kb.add(prepared.stored(), text, prepared.chunked.chunks,
                                          replaces=["new"]))
         listed, docs = await _timed(kb.documents)
