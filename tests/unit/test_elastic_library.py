@@ -100,3 +100,13 @@ async def test_reference_lists_are_filtered_out_unless_asked(
     fake.assert_done()
     assert [h.chunk_id for h in plain] == [h.chunk_id for h in asked]
     assert all(h.kind == "body" for h in plain)
+
+
+async def test_describe_all_counts_every_knowledge_base(replay: tuple[Replay, str]) -> None:
+    fake, url = replay
+    fake.load("describe_all.json")
+    assert await ElasticsearchKnowledgeBase.describe_all(url) == [
+        KnowledgeBaseInfo("Papers", 1, 3, "elasticsearch"),
+        KnowledgeBaseInfo("papers", 2, 4, "elasticsearch"),
+    ]
+    fake.assert_done()

@@ -93,25 +93,18 @@ class ElasticsearchKnowledgeBase:
         """The knowledge bases on the cluster, read from their indices' `_meta`."""
         client, url = connect(url)
         try:
-            async with es_errors(url, "list knowledge bases"):
-                mappings = await client.indices.get_mapping(index=f"{INDEX_PREFIX}*",
-                                                             allow_no_indices=True)
+            return sorted(await _named_indices(client, url))
         finally:
             await client.close()
-        names = (m.get("mappings", {}).get("_meta", {}).get("scholarflow_kb") for m in
-                 mappings.body.values())
-        return sorted(n for n in names if isinstance(n, str))
 
     @classmethod
     async def describe_all(cls, url: str | None = None) -> list[KnowledgeBaseInfo]:
         """Every knowledge base on the cluster with its counts (no embedder check)."""
-        names = await cls.list_names(url)
         client, url = connect(url)
         try:
             infos = []
-            for name in names:
-                documents, chunks = await elastic_docs.count_records(
-                    client, index_name(name), url)
+            for name, index in sorted((await _named_indices(client, url)).items()):
+                documents, chunks = await elastic_docs.count_records(client, index, url)
                 infos.append(KnowledgeBaseInfo(name, documents, chunks, "elasticsearch"))
         finally:
             await client.close()
@@ -380,3 +373,13 @@ class ElasticsearchKnowledgeBase:
 
     async def close(self) -> None:
         await self._client.close()
+
+
+async def _named_indices(client: AsyncElasticsearch, url: str) -> dict[str, str]:
+    """Knowledge base name -> index, from the `_meta` of every scholarflow index."""
+    async with es_errors(url, "list knowledge bases"):
+        mappings = await client.indices.get_mapping(index=f"{INDEX_PREFIX}*",
+                                                     allow_no_indices=True)
+    named = {index: m.get("mappings", {}).get("_meta", {}).get("scholarflow_kb")
+             for index, m in mappings.body.items()}
+    return {name: index for index, name in named.items() if isinstance(name, str)}
