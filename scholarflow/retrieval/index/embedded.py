@@ -1,10 +1,12 @@
 """The embedded knowledge base: one SQLite file plus a numpy snapshot, under SCHOLARFLOW_HOME.
 
 `<home>/kb/<name>/index.sqlite` holds the documents, their whole texts, and
-their chunks with BM25 terms and vectors. A document goes in as one
+their chunks with BM25 terms and vectors (`embedded_sql`: schema and
+migration). A document goes in, is replaced or is removed in one
 transaction, so a crash (even kill -9) leaves it whole or absent, and the
-UNIQUE doc_id makes adding it again a no-op. `snapshot.npz` beside it is a
-disposable cache of the search arrays (see `snapshot`).
+UNIQUE doc_id makes adding it again a no-op. Reference-list chunks get no
+vector. `snapshot.npz` beside it is a disposable cache of the search arrays
+(see `snapshot`).
 
 All file, SQLite and numpy work runs in worker threads: LangGraph server
 rejects blocking calls on the event loop.
