@@ -57,6 +57,8 @@ class StoredDocument:
     doi: str | None = None
     pages: int | None = None  # a PDF's page count
     added: str | None = None  # ISO 8601 UTC time the knowledge base stored it
+    # sha256 of the file's bytes as ingested: a rerun skips an unchanged file unread.
+    file_hash: str | None = None
 
 
 def now_utc() -> str:

@@ -357,6 +357,32 @@ async def test_ingest_files_added_unchanged_and_errors(tmp_path: Path) -> None:
     assert (kb.docs, kb.adds) == before  # not even an `add` call: nothing to embed
 
 
+async def test_a_rerun_reads_no_unchanged_file_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scholarflow.ingest import pipeline
+
+    kb = MemoryKB()
+    paper = write(tmp_path, "paper.md", EXAMPLES.joinpath("en_sparse_attention.md").read_text())
+    pdf = write(tmp_path, "paper.pdf", make_pdf([PAGE_1, PAGE_2]))
+    first = await ingest_files(kb, [paper, pdf])
+    stored = kb.docs[first[1].doc_id or ""]
+    assert stored.source == str(pdf.absolute()) and (stored.file_hash or "").startswith("sha256:")
+    extracted: list[str] = []
+    real = pipeline.prepare_file
+    monkeypatch.setattr(pipeline, "prepare_file",
+                        lambda path: extracted.append(str(path)) or real(path))
+    again = await ingest_files(kb, [paper, pdf])
+    assert [(r.status, r.doc_id, r.chunks) for r in again] == [
+        ("unchanged", r.doc_id, r.chunks) for r in first]
+    assert extracted == []  # only hashed
+    paper.write_text(paper.read_text() + "\n\nOne more line.\n")
+    changed = await ingest_files(kb, [paper, pdf])
+    assert extracted == [str(paper)]
+    assert changed[0].status == "added" and changed[0].replaced == (first[0].doc_id,)
+    assert sorted(kb.docs) == sorted([changed[0].doc_id, first[1].doc_id])
+
+
 async def test_collect_files_walks_directories_sorted(tmp_path: Path) -> None:
     (tmp_path / "b").mkdir()
     (tmp_path / ".hidden").mkdir()

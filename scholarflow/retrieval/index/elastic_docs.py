@@ -17,7 +17,7 @@ from scholarflow.retrieval.index.elastic_mapping import ADDED_PROPERTIES
 from scholarflow.retrieval.kb import StoredDocument, now_utc
 
 DOC_SOURCE = ["doc_id", "title", "source", "content_hash", "tokens", "chunks",
-              "authors", "year", "doi", "pages", "added"]
+              "authors", "year", "doi", "pages", "added", "file_hash"]
 DOCUMENTS_PAGE = 1000  # doc records per request when listing; search_after pages on
 
 
@@ -27,7 +27,8 @@ def doc_record(document: StoredDocument, text: str) -> dict[str, Any]:
             "source": document.source, "content_hash": document.content_hash,
             "tokens": document.tokens, "chunks": document.chunks,
             "authors": list(document.authors), "year": document.year, "doi": document.doi,
-            "pages": document.pages, "added": document.added or now_utc(), "content": text}
+            "pages": document.pages, "added": document.added or now_utc(),
+            "file_hash": document.file_hash, "content": text}
 
 
 def stored_document(source: dict[str, Any]) -> StoredDocument:

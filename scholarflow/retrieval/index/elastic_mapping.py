@@ -16,6 +16,7 @@ ADDED_PROPERTIES: dict[str, Any] = {
     "doi": {"type": "keyword"},
     "pages": {"type": "integer"},
     "added": {"type": "date"},
+    "file_hash": {"type": "keyword", "index": False},
 }
 
 

@@ -31,7 +31,8 @@ CREATE TABLE IF NOT EXISTS documents (
     year INTEGER,
     doi TEXT,
     pages INTEGER,
-    added TEXT
+    added TEXT,
+    file_hash TEXT
 );
 CREATE TABLE IF NOT EXISTS texts (
     doc_id TEXT PRIMARY KEY REFERENCES documents (doc_id),
@@ -68,6 +69,7 @@ _ADDED_COLUMNS = [
     ("documents", "doi", "TEXT"),
     ("documents", "pages", "INTEGER"),
     ("documents", "added", "TEXT"),
+    ("documents", "file_hash", "TEXT"),
     ("chunks", "kind", "TEXT NOT NULL DEFAULT 'body'"),
 ]
 # Made after the columns, so they exist in old files too. The chunk index makes a
@@ -77,7 +79,7 @@ CREATE INDEX IF NOT EXISTS documents_source ON documents (source);
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks (doc_id);
 """
 _DOC_COLUMNS = ("doc_id, title, source, content_hash, tokens, chunks,"
-                " authors, year, doi, pages, added")
+                " authors, year, doi, pages, added, file_hash")
 
 
 def migrate(conn: sqlite3.Connection) -> None:
@@ -143,10 +145,11 @@ def insert_document(
     """
     try:
         conn.execute(
-            f"INSERT INTO documents ({_DOC_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO documents ({_DOC_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (document.doc_id, document.title, document.source, document.content_hash,
              document.tokens, len(chunks), json.dumps(list(document.authors), ensure_ascii=False),
-             document.year, document.doi, document.pages, document.added or now_utc()),
+             document.year, document.doi, document.pages, document.added or now_utc(),
+             document.file_hash),
         )
     except sqlite3.IntegrityError:
         return False  # another task or process added it meanwhile; nothing changed
