@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import hashlib
 import os
 import stat
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from scholarflow.ingest.chunking import ChunkedDocument, chunk_document
-from scholarflow.ingest.documents import Document, DocumentError
+from scholarflow.ingest.documents import Document, DocumentError, read_document_bytes
 from scholarflow.ingest.extract import (
     SUPPORTED_SUFFIXES,
     ExtractedDocument,
@@ -52,6 +53,7 @@ class IngestResult:
     chunks: int = 0
     tokens: int = 0
     error: str | None = None  # one line naming the file, when status is "error" or "skipped"
+    replaced: tuple[str, ...] = ()  # doc_ids of this file's earlier versions, now removed
 
     @property
     def ok(self) -> bool:
@@ -60,8 +62,9 @@ class IngestResult:
     def as_json(self) -> dict[str, Any]:
         if self.status in ("error", "skipped"):
             return {"source": self.source, "status": self.status, "error": self.error}
-        return {"doc_id": self.doc_id, "title": self.title, "chunks": self.chunks,
-                "tokens": self.tokens, "source": self.source, "status": self.status}
+        out = {"doc_id": self.doc_id, "title": self.title, "chunks": self.chunks,
+               "tokens": self.tokens, "source": self.source, "status": self.status}
+        return {**out, "replaced": list(self.replaced)} if self.replaced else out
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +130,7 @@ async def ingest_paths(
         return kb
 
     try:
-        await _ingest(target, files, report)
+        await _ingest(target, files, report, existing=kb)
     finally:
         if kb is not None:
             await kb.close()
@@ -142,29 +145,42 @@ async def ingest_files(
     async def target() -> KnowledgeBase:
         return kb
 
-    return await _ingest(target, files, on_result)
+    return await _ingest(target, files, on_result, existing=kb)
 
 
 async def _ingest(
     target: Callable[[], Awaitable[KnowledgeBase]],
     files: Sequence[str | Path],
     on_result: OnResult | None,
+    *,
+    existing: KnowledgeBase | None = None,
 ) -> list[IngestResult]:
-    """`ingest_files`, asking `target` for the knowledge base only once a file has to be stored."""
+    """`ingest_files`, asking `target` for the knowledge base only once a file has to be stored.
+
+    A file stored before with the same bytes (`existing` has it) is "unchanged"
+    without being read beyond its hash: a rerun after a kill skips what is done.
+    """
     results: list[IngestResult] = []
-    pending: asyncio.Task[Prepared | DocumentError] | None = None
+    pending: asyncio.Task[_Read] | None = None
+    versions = await _Versions.of(existing) if existing is not None else _Versions({})
+
+    def read(path: str | Path) -> asyncio.Task[_Read]:
+        return asyncio.create_task(asyncio.to_thread(_read_file, path, versions))
+
     try:
         for index, file in enumerate(files):
-            current = pending or asyncio.create_task(asyncio.to_thread(_prepare_or_error, file))
-            prepared = await current
-            pending = None
-            if index + 1 < len(files):
-                pending = asyncio.create_task(
-                    asyncio.to_thread(_prepare_or_error, files[index + 1]))
+            current = pending or read(file)
+            prepared, file_hash = await current
+            pending = read(files[index + 1]) if index + 1 < len(files) else None
             if isinstance(prepared, DocumentError):
                 result = IngestResult(str(file), "error", error=_naming(str(file), prepared))
+            elif isinstance(prepared, StoredDocument):
+                result = IngestResult(str(file), "unchanged", doc_id=prepared.doc_id,
+                                      title=prepared.title, chunks=prepared.chunks,
+                                      tokens=prepared.tokens)
             else:
-                result = await _store(await target(), str(file), prepared)
+                result = await _store(await target(), str(file), prepared, versions=versions,
+                                      path=file, file_hash=file_hash)
             results.append(result)
             if on_result is not None:
                 on_result(result)
@@ -172,6 +188,60 @@ async def _ingest(
         if pending is not None:
             pending.cancel()  # the thread finishes on its own; its result is dropped
     return results
+
+
+# What reading a file gave: the stored document when its bytes are unchanged, else it
+# prepared (or why not); and the hash of its bytes, when they could be read.
+_Read = tuple[Prepared | StoredDocument | DocumentError, str | None]
+
+
+def _read_file(path: str | Path, versions: _Versions) -> _Read:
+    """Blocking: hash the file; extract and chunk it unless it is stored with these bytes."""
+    try:
+        digest = "sha256:" + hashlib.sha256(read_document_bytes(path)).hexdigest()
+    except DocumentError:
+        digest = None  # reading it again below reports why
+    if digest is not None and (known := versions.unchanged(_absolute(path), digest)):
+        return known, digest
+    return _prepare_or_error(path), digest
+
+
+class _Versions:
+    """Which stored documents came from which file: a changed file replaces its old version.
+
+    A file is known by its absolute path (`StoredDocument.source`); read once
+    per ingest (one listing), not once per file, then kept up to date.
+    """
+
+    def __init__(self, by_source: dict[str, list[str]],
+                 by_bytes: dict[tuple[str, str], StoredDocument] | None = None) -> None:
+        self._by_source = by_source
+        self._by_bytes = by_bytes or {}  # (source, file hash) -> the document stored from it
+
+    @classmethod
+    async def of(cls, kb: KnowledgeBase) -> _Versions:
+        by_source: dict[str, list[str]] = {}
+        by_bytes: dict[tuple[str, str], StoredDocument] = {}
+        for document in await kb.documents():
+            if document.source:
+                by_source.setdefault(document.source, []).append(document.doc_id)
+                if document.file_hash:
+                    by_bytes[(document.source, document.file_hash)] = document
+        return cls(by_source, by_bytes)
+
+    def unchanged(self, source: str, file_hash: str) -> StoredDocument | None:
+        """The document stored from this very file with these very bytes, if any."""
+        return self._by_bytes.get((source, file_hash))
+
+    def of_file(self, source: str, given: str, doc_id: str) -> tuple[str, ...]:
+        """The doc_ids stored from this file other than `doc_id` (older knowledge bases
+        stored the path as given, not absolute)."""
+        found = self._by_source.get(source, []) + self._by_source.get(given, [])
+        return tuple(d for d in dict.fromkeys(found) if d != doc_id)
+
+    def stored(self, source: str, given: str, doc_id: str) -> None:
+        self._by_source.pop(given, None)
+        self._by_source[source] = [doc_id]
 
 
 async def add_document(
@@ -258,14 +328,32 @@ def _prepare_or_error(path: str | Path) -> Prepared | DocumentError:
         return exc
 
 
-async def _store(kb: KnowledgeBase, source: str, prepared: Prepared) -> IngestResult:
+async def _store(
+    kb: KnowledgeBase, source: str, prepared: Prepared, *,
+    versions: _Versions | None = None, path: str | Path | None = None,
+    file_hash: str | None = None,
+) -> IngestResult:
+    """Add a prepared document; with `versions`, the earlier versions of the file at `path`
+    are removed in the same `add`."""
     stored = prepared.stored()
+    replaces: tuple[str, ...] = ()
+    if versions is not None and path is not None:
+        absolute = _absolute(path)
+        stored = replace(stored, source=absolute, file_hash=file_hash)
+        replaces = versions.of_file(absolute, str(path), stored.doc_id)
     # Checked first so an unchanged file costs no embedding; `add` says so too
     # (another process may have added it in between).
     added = not await _has_document(kb, stored.doc_id) and await kb.add(
-        stored, prepared.extracted.document.content, prepared.chunked.chunks)
+        stored, prepared.extracted.document.content, prepared.chunked.chunks, replaces=replaces)
+    if added and versions is not None and stored.source is not None:
+        versions.stored(stored.source, str(path), stored.doc_id)
     return IngestResult(source, "added" if added else "unchanged", doc_id=stored.doc_id,
-                        title=stored.title, chunks=stored.chunks, tokens=stored.tokens)
+                        title=stored.title, chunks=stored.chunks, tokens=stored.tokens,
+                        replaced=replaces if added else ())
+
+
+def _absolute(path: str | Path) -> str:
+    return os.path.abspath(path)  # no file I/O: the working directory only
 
 
 async def _has_document(kb: KnowledgeBase, doc_id: str) -> bool:

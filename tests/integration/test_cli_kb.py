@@ -36,7 +36,7 @@ from tests.unit.test_ingest import PAGE_1, PAGE_2, make_pdf
 
 PAPERS = sorted(EXAMPLES.glob("*.md"))
 DOC_KEYS = {"doc_id", "title", "chunks", "tokens", "source", "status"}
-HIT_KEYS = {"doc_id", "chunk_id", "score", "text", "title", "heading", "page"}
+HIT_KEYS = {"doc_id", "chunk_id", "score", "text", "title", "heading", "page", "kind"}
 
 
 def kb_env(server: FakeOpenAIServer, home: Path) -> dict[str, str]:

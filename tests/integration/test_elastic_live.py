@@ -95,3 +95,33 @@ async def test_ingest_search_isolation(
     assert [d.doc_id for d in await b.documents()] == ["shared-id"]
     assert await a.document_text("zh") == doc_a_zh[1]
     assert sorted(d.doc_id for d in await a.documents()) == ["shared-id", "zh"]
+
+
+async def test_library_references_remove_replace(
+    two_kbs: tuple[ElasticsearchKnowledgeBase, ElasticsearchKnowledgeBase],
+) -> None:
+    a, _ = two_kbs
+    body = "Attention lets the model attend to every position."
+    refs = "Vaswani A. Attention is all you need. NeurIPS 2017."
+    chunks = [Chunk("p1:00000", "p1", 0, body, 8, None, 1),
+              Chunk("p1:00001", "p1", 1, refs, 9, "References", 2, kind="references")]
+    doc = StoredDocument("p1", "Attention", "/papers/p1.pdf", "h-p1", 17, 2,
+                         authors=("A. Author",), year=2020, doi="10.1/x", pages=2)
+    assert await a.add(doc, f"{body}\n\n{refs}", chunks) is True
+    plain = await a.search("attention", doc_ids=None, params=RecallParams())
+    assert [h.chunk_id for h in plain] == ["p1:00000"]
+    asked = await a.search("attention", doc_ids=None,
+                           params=RecallParams(include_references=True, top_n=10))
+    assert {(h.chunk_id, h.kind) for h in asked} == {("p1:00000", "body"),
+                                                     ("p1:00001", "references")}
+    [stored] = await a.documents(["p1"])
+    assert (stored.authors, stored.year, stored.doi, stored.pages) == (("A. Author",), 2020,
+                                                                        "10.1/x", 2)
+    assert stored.added is not None
+    v2 = document("p2", "Attention v2", ["Attention, corrected."])
+    assert await a.add(*v2, replaces=["p1"]) is True
+    assert [d.doc_id for d in await a.documents()] == ["p2"]
+    info = await a.info()
+    assert (info.documents, info.chunks, info.backend) == (1, 1, "elasticsearch")
+    await a.remove("p2")
+    assert await a.documents() == [] and (await a.info()).chunks == 0

@@ -19,7 +19,13 @@ from scholarflow.ingest.chunking import MAX_TOKENS, plain_heading_level
 from scholarflow.ingest.documents import DocumentError, content_hash
 from scholarflow.ingest.extract import load_document_file
 from scholarflow.ingest.pipeline import collect_files, ingest_files, ingest_paths
-from scholarflow.retrieval.kb import Chunk, RecalledChunk, RecallParams, StoredDocument
+from scholarflow.retrieval.kb import (
+    Chunk,
+    KnowledgeBaseInfo,
+    RecalledChunk,
+    RecallParams,
+    StoredDocument,
+)
 from scholarflow.tokens import count_tokens
 from tests.conftest import EXAMPLES
 
@@ -82,13 +88,24 @@ class MemoryKB:
         self.chunks: dict[str, list[Chunk]] = {}
         self.adds = 0
 
-    async def add(self, document: StoredDocument, text: str, chunks: Sequence[Chunk]) -> bool:
+    async def add(self, document: StoredDocument, text: str, chunks: Sequence[Chunk], *,
+                  replaces: Sequence[str] = ()) -> bool:
         self.adds += 1
         if document.doc_id in self.docs:
             return False
         self.docs[document.doc_id], self.texts[document.doc_id] = document, text
         self.chunks[document.doc_id] = list(chunks)
+        for doc_id in replaces:
+            if doc_id in self.docs:
+                await self.remove(doc_id)
         return True
+
+    async def remove(self, doc_id: str) -> None:
+        del self.docs[doc_id], self.texts[doc_id], self.chunks[doc_id]
+
+    async def info(self) -> KnowledgeBaseInfo:
+        return KnowledgeBaseInfo(self.name, len(self.docs),
+                                 sum(map(len, self.chunks.values())), "embedded")
 
     async def documents(self, doc_ids: Sequence[str] | None = None) -> list[StoredDocument]:
         return [self.docs[d] for d in (doc_ids or list(self.docs)) if d in self.docs]
@@ -338,6 +355,32 @@ async def test_ingest_files_added_unchanged_and_errors(tmp_path: Path) -> None:
     again = await ingest_files(kb, [files[0], pdf])
     assert [r.status for r in again] == ["unchanged", "unchanged"]
     assert (kb.docs, kb.adds) == before  # not even an `add` call: nothing to embed
+
+
+async def test_a_rerun_reads_no_unchanged_file_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scholarflow.ingest import pipeline
+
+    kb = MemoryKB()
+    paper = write(tmp_path, "paper.md", EXAMPLES.joinpath("en_sparse_attention.md").read_text())
+    pdf = write(tmp_path, "paper.pdf", make_pdf([PAGE_1, PAGE_2]))
+    first = await ingest_files(kb, [paper, pdf])
+    stored = kb.docs[first[1].doc_id or ""]
+    assert stored.source == str(pdf.absolute()) and (stored.file_hash or "").startswith("sha256:")
+    extracted: list[str] = []
+    real = pipeline.prepare_file
+    monkeypatch.setattr(pipeline, "prepare_file",
+                        lambda path: extracted.append(str(path)) or real(path))
+    again = await ingest_files(kb, [paper, pdf])
+    assert [(r.status, r.doc_id, r.chunks) for r in again] == [
+        ("unchanged", r.doc_id, r.chunks) for r in first]
+    assert extracted == []  # only hashed
+    paper.write_text(paper.read_text() + "\n\nOne more line.\n")
+    changed = await ingest_files(kb, [paper, pdf])
+    assert extracted == [str(paper)]
+    assert changed[0].status == "added" and changed[0].replaced == (first[0].doc_id,)
+    assert sorted(kb.docs) == sorted([changed[0].doc_id, first[1].doc_id])
 
 
 async def test_collect_files_walks_directories_sorted(tmp_path: Path) -> None:

@@ -1,10 +1,14 @@
 """The in-memory search arrays of one knowledge base, derived from its SQLite file.
 
 SQLite is the truth; a snapshot is a cache of it: every chunk's vector and
-BM25 terms, in chunk rowid order. Chunks are only ever appended (a document
-is one transaction, so its chunks have consecutive rowids), so a stale
-snapshot is brought up to date by appending the rows past its watermark;
-anything else (a row gone below the watermark) rebuilds it from scratch.
+BM25 terms, in chunk rowid order. Chunks are appended (a document is one
+transaction, so its chunks have consecutive rowids), so a stale snapshot is
+brought up to date by appending the rows past its watermark. A document
+removed is a rowid range in SQLite's `removals`: its rows are marked dead
+here (left out of every search) instead of rebuilding the arrays; once a
+share of them is dead (DEAD_SHARE), or a row went missing any other way, it
+is rebuilt from scratch. Until then BM25's statistics still count the dead
+rows: scores differ from a fresh build's by that share at most.
 
 Appending is incremental: the new rows' BM25 postings go into a small
 segment (see `bm25`) and their vectors into spare rows behind the matrix,
@@ -34,13 +38,16 @@ from scholarflow.retrieval.index.hybrid import hybrid_scores, lexical_scores
 FloatArray = npt.NDArray[np.float32]
 # Free rows kept behind the vectors (a share of the rows), so appends rarely copy the matrix.
 SPARE_ROWS = 0.125
+# Rebuilt when more than this share of the rows belongs to removed documents.
+DEAD_SHARE = 0.125
 
 
 class ChunkRow(NamedTuple):
     rowid: int
     doc_id: str
     terms: str  # space-separated BM25 terms
-    vector: bytes  # float32, dim values
+    vector: bytes  # float32, dim values; empty for a reference-list chunk (never embedded)
+    kind: str = "body"  # "references": a reference list, searched only when asked for
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +63,11 @@ class Snapshot:
     rowids: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
     vectors: FloatArray | None = None
     bm25: Bm25Index = field(default_factory=Bm25Index)
+    # True for reference-list chunks: left out of a search unless it asks for them.
+    refs: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, bool))
+    # True for rows of removed documents; replaced, never written into (a save may read it).
+    dead: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, bool))
+    removed: int = 0  # the last of SQLite's `removals` applied
     doc_ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
     # `vectors` is the head of this buffer: rows past it are free for appends.
     _buffer: FloatArray | None = field(default=None, repr=False)
@@ -75,8 +87,29 @@ class Snapshot:
 
     @property
     def watermark(self) -> tuple[int, int]:
-        """(chunks, last rowid): what the snapshot covers."""
-        return self.size, int(self.rowids[-1]) if self.size else 0
+        """(live chunks, last rowid): what the snapshot covers."""
+        live = self.size - int(np.count_nonzero(self.dead))
+        return live, int(self.rowids[-1]) if self.size else 0
+
+    @property
+    def worn(self) -> bool:
+        """Enough rows dead that rebuilding beats carrying them."""
+        return int(np.count_nonzero(self.dead)) > DEAD_SHARE * max(self.size, 1)
+
+    def remove(self, removals: Sequence[tuple[int, str, int, int]]) -> None:
+        """Mark dead the rows of removed documents: (seq, doc_id, first rowid, last rowid)."""
+        if not removals:
+            return
+        dead = self.dead.copy()
+        for _seq, doc_id, first, last in removals:
+            a = int(np.searchsorted(self.rowids, first, "left"))
+            b = int(np.searchsorted(self.rowids, last, "right"))
+            dead[a:b] = True
+            span = self.doc_ranges.get(doc_id)
+            if span is not None and a <= span[0] and span[1] <= b:  # not a later re-add
+                del self.doc_ranges[doc_id]
+        self.dead = dead
+        self.removed = max(self.removed, max(r[0] for r in removals))
 
     def reserve(self, rows: int) -> None:
         """Room for `rows` more vectors (and spare rows): the matrix is copied at most once."""
@@ -96,9 +129,20 @@ class Snapshot:
         self.reserve(len(rows))
         assert self.vectors is not None and self._buffer is not None
         start, end = self.size, self.size + len(rows)
-        blob = b"".join([r.vector for r in rows])
-        self._buffer[start:end] = np.frombuffer(blob, np.float32).reshape(len(rows), self.dim)
+        width = 4 * self.dim
+        if all(len(r.vector) == width for r in rows):
+            blob = b"".join([r.vector for r in rows])
+            self._buffer[start:end] = np.frombuffer(blob, np.float32).reshape(len(rows), self.dim)
+        else:  # reference-list chunks have no vector: a zero row (cosine 0, BM25 alone)
+            block = self._buffer[start:end]
+            block.fill(0.0)
+            for i, r in enumerate(rows):
+                if len(r.vector) == width:
+                    block[i] = np.frombuffer(r.vector, np.float32)
         self.vectors = self._buffer[:end]
+        self.refs = np.concatenate([self.refs, np.fromiter(
+            (r.kind == "references" for r in rows), bool, len(rows))])
+        self.dead = np.concatenate([self.dead, np.zeros(len(rows), bool)])
         self.rowids = np.concatenate([self.rowids, np.fromiter((r.rowid for r in rows), np.int64)])
         self.bm25.add([r.terms for r in rows])
         for i, row in enumerate(rows, start):
@@ -119,6 +163,7 @@ class Snapshot:
         weight: float,
         threshold: float,
         top_n: int,
+        include_references: bool = False,
     ) -> list[Hit]:
         """Hybrid ranking, best first: `hybrid.hybrid_scores` of the candidates.
 
@@ -140,6 +185,12 @@ class Snapshot:
             positions = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in spans])
             # Only the chosen documents' rows: a document's chunks are contiguous.
             cosine = np.concatenate([self.vectors[a:b] @ query_vector for a, b in spans])
+        hidden = self.dead if include_references else self.dead | self.refs
+        if positions is not None:
+            hidden = hidden[positions]
+        some_hidden = bool(hidden.any())
+        if some_hidden:
+            cosine[hidden] = 0.0  # a removed chunk's cosine must not be the best one
         # The scoring itself (both languages' BM25, the fusion) lives in `hybrid`.
         query = terms if isinstance(terms, LexicalQuery) else LexicalQuery.of_terms(terms)
         lexical = lexical_scores(self.bm25, query)
@@ -149,6 +200,8 @@ class Snapshot:
         # pass it, and at 100k chunks an argpartition of all costs ~0.8 ms, the
         # comparison ~0.1 ms.
         score = hybrid_scores(lexical, cosine, weight)
+        if some_hidden:
+            score[hidden] = -np.inf
         best = np.flatnonzero(score >= threshold)
         if len(best) > top_n:
             best = best[np.argpartition(score[best], len(best) - top_n)[-top_n:]]
@@ -163,12 +216,14 @@ class Snapshot:
         assert self.vectors is not None
         self.bm25.merge()
         bm25 = self.bm25
-        header = {"embedder": self.embedder, "dim": self.dim,
+        header = {"embedder": self.embedder, "dim": self.dim, "removed": self.removed,
                   "docs": sorted(self.doc_ranges.items(), key=lambda kv: kv[1])}
         self._file.save(path, header, {
             # in id order: ids only ever grow
             "vocab": snapshot_file.text_bytes("\n".join(bm25.vocab)),
-            "rowids": self.rowids, "vectors": self.vectors, "lengths": bm25.lengths,
+            "rowids": self.rowids, "refs": self.refs, "dead": self.dead,
+            "vectors": self.vectors,
+            "lengths": bm25.lengths,
             "indptr": bm25.main.indptr, "docs": bm25.main.docs.astype(np.int32), "tf": bm25.main.tf,
         })
         self._saved = self.size
@@ -189,15 +244,18 @@ class Snapshot:
             return None
         raw_vocab = z["vocab"].tobytes().decode()
         vocab = {t: i for i, t in enumerate(raw_vocab.split("\n"))} if raw_vocab else {}
-        rowids, lengths, buffer = z["rowids"], z["lengths"], z["vectors"]
+        rowids, lengths, buffer, refs = z["rowids"], z["lengths"], z["vectors"], z["refs"]
+        dead = z["dead"]
         indptr, docs, tf = z["indptr"], z["docs"], z["tf"]
         n = len(rowids)
-        if (buffer.shape[1] != dim or len(buffer) < n or len(lengths) != n
+        if (buffer.shape[1] != dim or len(buffer) < n or len(lengths) != n or len(refs) != n
+                or len(dead) != n
                 or len(indptr) != len(vocab) + 1 or not indptr[-1] == len(docs) == len(tf)):
             return None
         main = Segment(indptr, docs.astype(np.intp), tf, np.zeros(len(docs), np.float32))
         return cls(
-            embedder=embedder, dim=dim, rowids=rowids, vectors=buffer[:n],
+            embedder=embedder, dim=dim, rowids=rowids, vectors=buffer[:n], refs=refs.astype(bool),
+            dead=dead.astype(bool), removed=int(z["header"].get("removed", 0)),
             bm25=Bm25Index.from_arrays(vocab, lengths, main),
             doc_ranges={d: (a, b) for d, (a, b) in z["header"]["docs"]},
             _buffer=buffer, _saved=n,

@@ -17,18 +17,24 @@ def synced(
 ) -> Snapshot:
     """`snapshot` (or the one saved at `path`) with every chunk row of `db` in it.
 
-    Rows are only ever appended, so the rows past the snapshot's watermark
-    are added; a row gone below it (or no usable snapshot) means starting over.
+    The rows of documents removed since are marked dead, and the rows past the
+    snapshot's watermark are added; a row gone any other way, too many dead
+    rows, or no usable snapshot mean starting over.
     Call from a worker thread, holding the knowledge base's search lock.
     """
     if snapshot is None:
         snapshot = Snapshot.load(path, embedder=embedder, dim=dim)
+    if snapshot is not None:
+        seen = snapshot.removed
+        snapshot.remove(db.locked(lambda conn: _removals_after(conn, seen)))
     count, last = snapshot.watermark if snapshot else (0, 0)
     total, after = db.locked(lambda conn: _counts(conn, last))
-    if snapshot is None or total - after != count:
+    if snapshot is None or total - after != count or snapshot.worn:
         if snapshot is not None:
             snapshot.wait_saved()  # its older file must not land after the new one
-        snapshot, last, after = Snapshot(embedder=embedder, dim=dim), 0, total
+        # Removals up to now are in what is read next; later ones are applied next time.
+        removed = db.locked(_last_removal)
+        snapshot, last, after = Snapshot(embedder=embedder, dim=dim, removed=removed), 0, total
     snapshot.reserve(after)
     fresh = snapshot
     db.locked(lambda conn: _read_rows_after(conn, last, fresh.extend))
@@ -53,6 +59,17 @@ def _counts(conn: sqlite3.Connection, last: int) -> tuple[int, int]:
     return int(row[0]), int(row[1])
 
 
+def _removals_after(conn: sqlite3.Connection, seq: int) -> list[tuple[int, str, int, int]]:
+    """(seq, doc_id, first rowid, last rowid) of the documents removed after `seq`."""
+    cursor = conn.execute("SELECT seq, doc_id, first_id, last_id FROM removals WHERE seq > ?"
+                          " ORDER BY seq", (seq,))
+    return [(int(r[0]), str(r[1]), int(r[2]), int(r[3])) for r in cursor]
+
+
+def _last_removal(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("SELECT coalesce(max(seq), 0) FROM removals").fetchone()[0])
+
+
 def _read_rows_after(
     conn: sqlite3.Connection, last: int, sink: Callable[[list[ChunkRow]], None]
 ) -> None:
@@ -64,7 +81,7 @@ def _read_rows_after(
     cursor = conn.cursor()
     cursor.row_factory = None  # plain tuples
     cursor.execute(
-        "SELECT id, doc_id, terms, vector FROM chunks WHERE id > ? ORDER BY id", (last,)
+        "SELECT id, doc_id, terms, vector, kind FROM chunks WHERE id > ? ORDER BY id", (last,)
     )
     while batch := cursor.fetchmany(ROW_BATCH):
         sink(list(map(ChunkRow._make, batch)))
