@@ -38,7 +38,7 @@ META = "\u2581"  # SentencePiece's word-start marker
 # Tokens per forward batch (rows x padded length): big enough for efficient
 # sgemm, small enough that a batch's activations (~25 KB a token) stay modest.
 BATCH_TOKENS = 4096
-FFN_ROWS = 256  # rows per feed-forward block (x 1536 floats: 1.5 MB)
+FFN_ROWS = 1024  # rows per feed-forward block (x 1536 floats: 6 MB)
 WORD_CACHE = 200_000  # words whose pieces are remembered; cleared when full
 
 
@@ -265,48 +265,54 @@ class E5Numpy:
         x += self.pos[positions]
         x += self.type0
         x = _layer_norm(x, *self.emb_ln, self.eps)
-        ctx = np.empty_like(x)
+        # Buffers made once a batch: fresh multi-MB arrays every product cost page faults.
+        total, h = len(ids), self.hidden
+        qkv = np.empty((total, 3 * h), np.float32)
+        ctx, spare = np.empty_like(x), np.empty_like(x)
+        block = min(FFN_ROWS, total)
+        mid, scratch = (np.empty((block, self.ffn), np.float32) for _ in range(2))
+        down = np.empty((block, h), np.float32)
         for layer in self.layers:
-            qkv = x @ layer.qkv
+            np.matmul(x, layer.qkv, out=qkv)
             qkv += layer.qkv_b
             for a, b in pairwise(starts):
-                ctx[a:b] = self._attend(qkv[a:b])  # each text attends over its own tokens
-            attn = ctx @ layer.out
-            attn += layer.out_b
-            attn += x
-            x = _layer_norm(attn, *layer.ln1, self.eps)
-            for at in range(0, len(x), FFN_ROWS):
+                self._attend(qkv[a:b], ctx[a:b])  # each text attends over its own tokens
+            np.matmul(ctx, layer.out, out=spare)
+            spare += layer.out_b
+            spare += x
+            x, spare = _layer_norm(spare, *layer.ln1, self.eps), x
+            for at in range(0, total, block):
                 # Row blocks keep the (rows, 1536) GELU input in cache.
-                part = x[at:at + FFN_ROWS]
-                mid = part @ layer.up
-                mid += layer.up_b
-                _gelu(mid)
-                down = mid @ layer.down
-                down += layer.down_b
-                part += down
+                part = x[at:at + block]
+                rows = len(part)
+                np.matmul(part, layer.up, out=mid[:rows])
+                mid[:rows] += layer.up_b
+                _gelu(mid[:rows], scratch[:rows])
+                np.matmul(mid[:rows], layer.down, out=down[:rows])
+                down[:rows] += layer.down_b
+                part += down[:rows]
             x = _layer_norm(x, *layer.ln2, self.eps)
         means: F32 = np.stack([x[a:b].mean(axis=0) for a, b in pairwise(starts)])
         return means
 
-    def _attend(self, qkv: F32) -> F32:
-        """Self-attention of one text: (n, 3H) query/key/value rows -> (n, H)."""
+    def _attend(self, qkv: F32, out: F32) -> None:
+        """Self-attention of one text: (n, 3H) query/key/value rows -> `out` (n, H)."""
         n, heads = len(qkv), self.n_heads
-        q, k, v = np.ascontiguousarray(
-            qkv.reshape(n, 3, heads, -1).transpose(1, 2, 0, 3))  # (3, heads, n, hd)
+        # Views, no copies: each head's (n, 32) slice is a strided matrix BLAS takes as is.
+        q, k, v = qkv.reshape(n, 3, heads, -1).transpose(1, 2, 0, 3)  # (3, heads, n, hd)
         scores = q @ k.transpose(0, 2, 1)  # (heads, n, n), already scaled
         with np.errstate(over="ignore"):  # an overflow is caught just below
             probs = np.exp(scores, out=scores)
-        sums = probs.sum(axis=-1, keepdims=True)
+        sums = np.einsum("hij->hi", probs)[:, :, None]
         if not (np.isfinite(sums).all() and (sums > 0).all()):
             # Logits beyond exp's range (never seen in e5): the stable form.
             scores = q @ k.transpose(0, 2, 1)
             scores -= scores.max(axis=-1, keepdims=True)
             probs = np.exp(scores, out=scores)
-            sums = probs.sum(axis=-1, keepdims=True)
-        out = probs @ v  # normalised after the product: n x hd, not n x n, divisions
-        out /= sums
-        result: F32 = out.transpose(1, 0, 2).reshape(n, -1)
-        return result
+            sums = np.einsum("hij->hi", probs)[:, :, None]
+        context = probs @ v  # normalised after the product: n x hd, not n x n, divisions
+        np.divide(context.transpose(1, 0, 2), sums.transpose(1, 0, 2),
+                  out=out.reshape(n, heads, -1))
 
     def _embed(self, ids: npt.NDArray[np.int64]) -> F32:
         return dequantize(self.word[ids], len(ids), self.hidden)
@@ -363,9 +369,10 @@ def _layer_norm(x: F32, weight: F32, bias: F32, eps: float) -> F32:
 _GELU_C = math.sqrt(2.0 / math.pi)
 
 
-def _gelu(x: F32) -> None:
-    """In place: GELU, tanh form (within ~1e-3 of the erf form BERT was trained with)."""
-    t = x * x
+def _gelu(x: F32, t: F32) -> None:
+    """In place: GELU, tanh form (within ~1e-3 of the erf form BERT was trained with);
+    `t` is scratch space of x's shape."""
+    np.multiply(x, x, out=t)
     t *= 0.044715 * _GELU_C
     t += _GELU_C
     t *= x
