@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from scholarflow.nodes.attribution_score import PassageScorer
 from scholarflow.nodes.citations import format_chunks, number_chunks
 from scholarflow.retrieval.embeddings import Embedder
+from scholarflow.retrieval.index.tokenize import query_terms, tokenize
 from scholarflow.state import RecalledChunkState
 from scholarflow.tokens import count_tokens
 from scholarflow.tokens import truncate_to_tokens as truncate
@@ -250,3 +251,31 @@ async def select_evidence(
     if question and candidates and uses_common(rule):
         common = await common_scores(question, candidates, embedder=rule.dense)
     return pack(relevant(recalled, candidates, aimed, rule, common), room)
+
+
+# --- support: does any passage speak to the question at all? ------------------------
+
+# Under this, no passage holds enough of the question's words to answer it, and a
+# precise question gets "the documents do not say" instead of the model's guess
+# (nodes/answer.py). Chosen with bench/litqa.py on the LitQA2 dev split: the lowest
+# support of a question whose source paper is in the library, against the same
+# questions asked with their source paper left out.
+SUPPORT_FLOOR = 0.4
+
+
+def support(question: str, passages: Sequence[RecalledChunkState]) -> float:
+    """The largest share of the question's content words that one passage holds, in [0, 1].
+
+    Words of three characters or more, or with a digit ("Nav1.6", "3e-4"), as
+    BM25 sees them (plural-stemmed, lowercased); 1.0 for a question without such
+    words, which gives nothing to check.
+    """
+    terms = {t for t in query_terms(question) if len(t) > 2 or any(c.isdigit() for c in t)}
+    if not terms:
+        return 1.0
+    best = 0
+    for passage in passages:
+        best = max(best, len(terms.intersection(tokenize(passage["text"]))))
+        if best == len(terms):
+            break
+    return best / len(terms)
