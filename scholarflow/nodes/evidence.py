@@ -263,6 +263,19 @@ async def select_evidence(
 SUPPORT_FLOOR = 0.4
 
 
+# Words of a question that no passage needs to share (the index drops fewer: BM25's idf
+# already makes them cheap there).
+_FUNCTION_WORDS = frozenset({
+    "did", "does", "done", "doing", "them", "they", "their", "there", "these", "those", "this",
+    "that", "than", "then", "between", "many", "much", "more", "most", "into", "onto", "about",
+    "after", "before", "during", "what", "which", "when", "where", "whom", "whose", "why",
+    "how", "can", "could", "would", "should", "will", "may", "might", "has", "have", "had",
+    "been", "being", "its", "were", "also", "such", "with", "from", "other", "some", "any",
+    "all", "each", "both", "following", "based", "according", "given", "using", "used",
+    "among", "within", "without", "your", "you", "our",
+})
+
+
 def support(question: str, passages: Sequence[RecalledChunkState]) -> float:
     """The largest share of the question's content words that one passage holds, in [0, 1].
 
@@ -270,7 +283,8 @@ def support(question: str, passages: Sequence[RecalledChunkState]) -> float:
     BM25 sees them (plural-stemmed, lowercased); 1.0 for a question without such
     words, which gives nothing to check.
     """
-    terms = {t for t in query_terms(question) if len(t) > 2 or any(c.isdigit() for c in t)}
+    terms = {t for t in query_terms(question)
+             if (len(t) > 2 or any(c.isdigit() for c in t)) and t not in _FUNCTION_WORDS}
     if not terms:
         return 1.0
     best = 0
