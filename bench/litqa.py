@@ -326,6 +326,7 @@ async def answer(args: argparse.Namespace) -> None:
     correct = insufficient = wrong = unparsed = no_sources = 0
     paper_sources = paper_correct = key_prompt = 0
     calls, prompt_tok, completion_tok, seconds, llm_seconds = [], [], [], [], []
+    by_node: dict[str, list[float]] = {}
     for q in questions:
         recorder.prompts.clear()
         state, took = await _ask(graph, q, args.kb, context)
@@ -336,6 +337,8 @@ async def answer(args: argparse.Namespace) -> None:
         prompt_tok.append(sum(u["input_tokens"] for u in usage))
         completion_tok.append(sum(u["output_tokens"] for u in usage))
         llm_seconds.append(sum(u["seconds"] for u in usage))
+        for u in usage:
+            by_node.setdefault(u["node"], []).append(u["seconds"])
         seconds.append(took)
         sources = {s["doc_id"] for s in state.get("sources") or []}
         right_paper = bool(_source_ids(q, ids) & sources)
@@ -386,6 +389,8 @@ async def answer(args: argparse.Namespace) -> None:
         Row("seconds a question p50 / max (of it in LLM calls)",
             f"{median(seconds):.0f} / {max(seconds):.0f} ({median(llm_seconds):.0f})",
             f"before {BEFORE['seconds']}; PaperQA2 {PAPERQA2['seconds']}"),
+        *[Row(f"  LLM seconds a call in {node}: p50 / max (calls)",
+              f"{median(v):.0f} / {max(v):.0f} ({len(v)})") for node, v in by_node.items()],
     ] if n else [])
 
 

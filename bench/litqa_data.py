@@ -61,8 +61,7 @@ class Question:
         """The question as LitQA2 asks it: the stem, then the lettered options."""
         lines = [f"{letter}) {option}" for letter, option in zip(self.letters, self.options,
                                                                  strict=True)]
-        return (f"{self.question}\n\nOptions:\n" + "\n".join(lines)
-                + "\n\nAnswer with the letter of the one correct option.")
+        return f"{self.question}\n\nOptions:\n" + "\n".join(lines)
 
 
 def pdf_name(doi_url: str) -> str:

@@ -97,9 +97,11 @@ async def test_the_key_passage_reaches_the_answer_prompt(fake_llm: FakeOpenAISer
                                "of Nav1.6 attaches to Asn326."}])
     stem = ("At which amino acid position is a large oligosaccharide density observed in "
             "the cryo-EM map of Nav1.6?")
-    out, _ = await run_graph({"query": litqa_question(stem), "kb": "lib",
-                              "mode_type": "LITERATURE_QA"}, Context())
+    out, _ = await run_graph({"query": litqa_question(stem), "kb": "lib"}, Context())
     assert out["error"] is None
+    # A question with options is a precise question: the rules say so, no LLM call.
+    assert (out["detected_intent"], out["intent_decided_by"]) == ("LITERATURE_QA", "rules")
+    assert len(fake_llm.stats().requests) == 2  # the planner and the answer
     # Recall searched the stem, never the options, over the library and inside its best paper.
     plan = out["plan"]
     assert [s["queries"][0] for s in plan[:2]] == [stem, stem]
