@@ -102,11 +102,12 @@ async def test_the_key_passage_reaches_the_answer_prompt(fake_llm: FakeOpenAISer
     # A question with options is a precise question: the rules say so, no LLM call.
     assert (out["detected_intent"], out["intent_decided_by"]) == ("LITERATURE_QA", "rules")
     assert len(fake_llm.stats().requests) == 2  # the planner and the answer
-    # Recall searched the stem, never the options, over the library and inside its best paper.
+    # Recall searched the library by the stem alone, and its best paper by the stem and
+    # the candidate answers (not "Insufficient information ...").
     plan = out["plan"]
-    assert [s["queries"][0] for s in plan[:2]] == [stem, stem]
+    assert [s["queries"][0] for s in plan[:2]] == [stem, f"{stem} {' '.join(OPTIONS[:4])}"]
     assert [s["doc_id"] for s in plan[:2]] == [None, "nav16"]
-    assert not any("Leu288" in q for s in plan for q in s["queries"])
+    assert not any("Leu288" in q for s in plan if s["doc_id"] is None for q in s["queries"])
     # The planner saw the candidates the first search found, the source paper first.
     planner = next(p for p in _prompts(fake_llm) if "sub_questions" in p)
     assert planner.index("Cryo-EM structure of the human sodium channel") < min(
