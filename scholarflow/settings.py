@@ -136,6 +136,15 @@ def _count(rule: str) -> Callable[[str, str], int]:
     return parse
 
 
+def _choice(*names: str) -> Callable[[str, str], str]:
+    """A parser of one of `names` (case ignored)."""
+    def parse(env: str, raw: str) -> str:
+        if raw.lower() not in names:
+            raise _bad(env, "one of " + ", ".join(names), repr(raw))
+        return raw.lower()
+    return parse
+
+
 def _seconds(env: str, raw: str) -> float:
     try:
         value = float(raw)
@@ -246,6 +255,12 @@ class Settings:
     rerank_base_url: Setting[str | None] = Setting(
         "SCHOLARFLOW_RERANK_BASE_URL", None, _text,
         "The rerank endpoint; unset: OPENAI_BASE_URL.", url=True)
+
+    # Ingest
+    pdf_reader = Setting(
+        "SCHOLARFLOW_PDF_READER", "pdfium", _choice("pdfium", "pypdf", "pymupdf"),
+        "The PDF engine: pdfium (default, Apache/BSD), pypdf (pure Python) or pymupdf "
+        "(AGPL: the opt-in extra scholarflow[pymupdf]).")
 
     debug = Setting(
         "SCHOLARFLOW_DEBUG", False, _on,

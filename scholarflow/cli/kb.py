@@ -1,4 +1,4 @@
-"""The knowledge-base commands: `ingest` and `search`.
+"""The knowledge-base commands: `ingest`, `search` and `kb` (cli/library.py).
 
 `ingest` prints one JSON line per document on stdout and one `error:` line
 per failed file on stderr, with a progress bar on stderr when it is a
@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from scholarflow.cli import library as cli_library
 from scholarflow.context import Context
 from scholarflow.errors import InputError
 from scholarflow.printable import safe_json, safe_text
@@ -25,6 +27,7 @@ if TYPE_CHECKING:  # the ingest modules load tiktoken: only `ingest` and `search
 EXIT_SOME_FAILED = 1
 EXIT_ALL_BAD = 2
 SCORE_DIGITS = 4
+PLAIN_EVERY = 10.0  # seconds between progress lines when stderr is not a terminal
 
 
 def add_parsers(sub: Any) -> None:
@@ -49,6 +52,12 @@ def add_parsers(sub: Any) -> None:
                              "configured, its translation into the other language is searched "
                              "too, as the workflow does)")
     add_llm_timeout(search)
+    cli_library.add_parser(sub)
+
+
+async def library(args: argparse.Namespace) -> int:
+    """`scholarflow kb list | docs | remove` (cli/library.py)."""
+    return await cli_library.run(args)
 
 
 def add_llm_timeout(parser: argparse.ArgumentParser) -> None:
@@ -111,6 +120,7 @@ async def search(args: argparse.Namespace) -> int:
         best_per_chunk,
     )
     from scholarflow.retrieval.kb_registry import close_all, open_knowledge_base
+    from scholarflow.retrieval.references import asks_about_references
 
     query = args.query.strip()
     if not has_words(query):  # checked before opening anything: nothing to look up
@@ -121,7 +131,8 @@ async def search(args: argparse.Namespace) -> int:
     params = RecallParams(top_n=args.top_n or ctx.top_n,
                           similarity_threshold=ctx.similarity_threshold,
                           vector_similarity_weight=ctx.vector_similarity_weight,
-                          use_rerank=ctx.use_rerank)
+                          use_rerank=ctx.use_rerank,
+                          include_references=asks_about_references(query))
     kb = await open_knowledge_base(args.kb)
     try:
         doc_ids = list(dict.fromkeys(args.doc)) or None
@@ -149,6 +160,7 @@ async def search(args: argparse.Namespace) -> int:
             "doc_id": chunk.doc_id, "chunk_id": chunk.chunk_id,
             "score": round(chunk.score, SCORE_DIGITS), "text": chunk.text,
             "title": chunk.title, "heading": chunk.heading, "page": chunk.page,
+            "kind": chunk.kind,
         }), flush=True)
     return 0
 
@@ -189,15 +201,25 @@ async def _translation(ctx: Context, query: str) -> list[str]:
 
 
 class _Progress:
-    """A tqdm bar on stderr when it is a terminal; result lines either way."""
+    """A tqdm bar on stderr when it is a terminal, else a progress line on stderr at most every
+    PLAIN_EVERY seconds (a CI log, a notebook, nohup); result lines either way."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._bar: Any = None
         self._write: Callable[..., None] = _plain_write
-        self._chunks = 0
+        self._chunks = 0  # embedded, for the bar
+        self._clock = clock
+        self._started = self._last_line = clock()
+        self._files = self._done = 0
+        self._stored = self._embedding = 0  # chunks of the files added; of the file under way
+        self._plain = False
 
     def start(self, files: int) -> None:
-        if not sys.stderr.isatty() or files < 1:
+        self._files = files
+        if not sys.stderr.isatty():
+            self._plain = files > 0
+            return
+        if files < 1:
             return
         # Lazy: only a terminal run draws a bar. tqdm ships no types; types-tqdm may be there.
         from tqdm import tqdm  # type: ignore[import-untyped, unused-ignore]
@@ -214,19 +236,48 @@ class _Progress:
             self._write(safe_json(result.as_json()), file=sys.stdout)
         else:
             self._write(f"error: {safe_text(result.error)}", file=sys.stderr)
+        if result.status != "skipped":
+            self._done += 1
+        if result.status == "added":
+            self._stored += result.chunks
+        self._embedding = 0
         if self._bar is not None:
             self._bar.set_postfix_str(safe_text(Path(result.source).name)[:40], refresh=False)
             self._bar.update(1)
+        self._plain_line()
 
     def embedded(self, passages: int) -> None:
         """Chunks embedded so far: a large file moves the bar's text, not just its end."""
         self._chunks += passages
+        self._embedding += passages
         if self._bar is not None:
             self._bar.set_postfix_str(f"{self._chunks} chunks embedded")
+        self._plain_line()
+
+    def _plain_line(self) -> None:
+        """`ingest: 12/85 files, 830 chunks, 9.8 chunks/s, about 7 min left`, when due."""
+        now = self._clock()
+        if not self._plain or now - self._last_line < PLAIN_EVERY:
+            return
+        self._last_line = now
+        elapsed = max(now - self._started, 1e-9)
+        chunks = self._stored + self._embedding
+        left = (f"about {_duration(elapsed / self._done * (self._files - self._done))} left"
+                if self._done else "time left not known yet")
+        print(f"ingest: {self._done}/{self._files} files, {chunks} chunks, "
+              f"{chunks / elapsed:.1f} chunks/s, {left}", file=sys.stderr, flush=True)
 
     def close(self) -> None:
         if self._bar is not None:
             self._bar.close()
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def _plain_write(line: str, file: Any = None) -> None:

@@ -271,7 +271,7 @@ async def run(args: argparse.Namespace) -> int:
     """The parsed command, its failure one `error:` line on stderr; the exit code.
     (`main` without the process setup: tests call it in their own event loop.)"""
     command = {"ask": _ask, "resume": _resume, "route": _route, "sessions": _sessions,
-               "ingest": cli_kb.ingest, "search": cli_kb.search}[args.command]
+               "ingest": cli_kb.ingest, "search": cli_kb.search, "kb": cli_kb.library}[args.command]
     try:
         return await _checked(command, args)
     except ScholarflowError as exc:

@@ -18,12 +18,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import pairwise
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
-from scholarflow.language import HAN_CHAR
+from scholarflow.ingest.sections import (
+    CAPTION_LEVEL,
+    Path,
+    blocks,
+    heading_text,
+    is_reference_list,
+    plain_heading_level,
+)
 from scholarflow.retrieval.kb import Chunk
 from scholarflow.tokens import encoding
 
@@ -46,20 +53,7 @@ OVERLAP_TOKENS = 64
 # A span counted inside the whole text can encode to a token or two more on
 # its own (a space or newline merges differently at its edges): cut below the max.
 _EDGE_MARGIN = 4
-HEADING_SEPARATOR = " > "
 
-_ATX = re.compile(r" {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
-_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
-# "3 Method", "3.2 Training", "IV. Results", "二、方法": numbered headings of PDFs and text.
-_PLAIN_HEADING = re.compile(
-    r"(?:(\d{1,2}(?:\.\d{1,2}){0,3})\.?[ \t]+|[IVX]{1,5}\.[ \t]+"
-    r"|[一二三四五六七八九十]{1,3}[、.．][ \t]*)(\S.{0,78})$"
-)
-_NAMED_HEADINGS = frozenset({
-    "abstract", "introduction", "related work", "background", "conclusion", "conclusions",
-    "references", "bibliography", "acknowledgments", "acknowledgements", "appendix",
-    "摘要", "引言", "相关工作", "结论", "参考文献", "致谢", "附录",
-})
 # A sentence ends at Chinese end punctuation, or at . ! ? followed by space or a closing mark.
 _SENTENCE_END = re.compile(
     r"(?:[。！？；]|[.!?](?=[\s\"'”’)\]]|$))[\"'”’)\]」』）]*\s*"
@@ -99,9 +93,17 @@ def chunk_text(
         raise ValueError("chunking needs 0 < target_tokens <= max_tokens")
     tokens = _TokenIndex(text)
     packer = _Packer(text, tokens, target_tokens, max_tokens - _EDGE_MARGIN, overlap_tokens)
-    for block in _blocks(text, markdown=kind != "pdf", plain=kind != "markdown"):
+    for block in blocks(text, markdown=kind != "pdf", plain=kind != "markdown"):
         if block.heading_level:
             packer.heading(block.start, block.end, block.path)
+        elif block.caption and not (packer.start >= 0 and not packer.has_body):
+            # A caption is a chunk of its own, headed by its label; the section goes on.
+            packer.flush()
+            section = packer.path
+            packer.path = (*block.path, (CAPTION_LEVEL, block.caption))
+            packer.body(block.start, block.end)
+            packer.flush()
+            packer.path = section
         else:
             packer.body(block.start, block.end)
     packer.flush()
@@ -124,31 +126,10 @@ def chunk_text(
         n = len(chunks)
         chunks.append(Chunk(
             chunk_id=f"{doc_id}:{n:05d}", doc_id=doc_id, n=n, text=body, tokens=count,
-            heading=_heading_text(path), page=page,
+            heading=heading_text(path), page=page,
+            kind="references" if is_reference_list(path, body) else "body",
         ))
     return ChunkedDocument(tuple(chunks), tokens.total)
-
-
-def plain_heading_level(line: str) -> int | None:
-    """The level of a numbered or well-known section heading line, else None."""
-    if not line or len(line) > 80:
-        return None
-    if line.lower().rstrip(":：") in _NAMED_HEADINGS:
-        return 1
-    found = _PLAIN_HEADING.match(line)
-    if found is None:
-        return None
-    title = found.group(2)
-    first = title[0]
-    if not (first.isupper() or HAN_CHAR.match(first)):  # Chinese has no upper case
-        return None
-    # A sentence, a list item or a table row, not a heading.
-    if title[-1] in ".,;:，。；：" or len(title.split()) > 10:
-        return None
-    if sum(c.isdigit() for c in title) * 3 > len(title):
-        return None
-    number = found.group(1)
-    return number.count(".") + 1 if number else 1
 
 
 # --- token counting -------------------------------------------------------------
@@ -209,99 +190,6 @@ class _TokenIndex:
         """Offsets that cut [start, end) into spans of `size` tokens."""
         first, last = self.starts.searchsorted((start, end))
         return self.starts[first + size:last:size].tolist()  # type: ignore[no-any-return]
-
-
-# --- structure ------------------------------------------------------------------
-
-Path = tuple[tuple[int, str], ...]  # (level, title) from the outermost heading in
-
-
-class _Block(NamedTuple):  # a tuple: much cheaper to make than a frozen dataclass
-    start: int
-    end: int
-    path: Path  # the headings this block is under (a heading: the path it opens)
-    heading_level: int = 0
-
-
-def _blocks(text: str, *, markdown: bool, plain: bool) -> list[_Block]:
-    """Headings and paragraphs (blank-line separated; a fenced code block is one)."""
-    blocks: list[_Block] = []
-    path: Path = ()
-    para_start = para_end = -1
-    fence = ""
-    pos = 0
-
-    def close_paragraph() -> None:
-        nonlocal para_start, path
-        if para_start < 0:
-            return
-        line = text[para_start:para_end]
-        level = plain_heading_level(line.strip()) if plain and "\n" not in line else None
-        if level is not None:
-            path = _push(path, level, line.strip())
-            blocks.append(_Block(para_start, para_end, path, level))
-        else:
-            blocks.append(_Block(para_start, para_end, path))
-        para_start = -1
-
-    for line in text.split("\n"):
-        start, end = pos, pos + len(line)
-        pos = end + 1
-        if fence:
-            para_end = end  # blank lines inside code belong to it
-            if line.lstrip().startswith(fence):
-                fence = ""
-                close_paragraph()
-            continue
-        if not line.strip():
-            close_paragraph()
-            continue
-        head = line[:7].lstrip()
-        if markdown and head.startswith("#") and (found := _ATX.match(line)):
-            close_paragraph()
-            title = found.group(2).strip()
-            if title:
-                level = len(found.group(1))
-                path = _push(path, level, title)
-                blocks.append(_Block(start, end, path, level))
-                continue
-        if head.startswith(("```", "~~~")) and (opened := _FENCE.match(line)):
-            close_paragraph()
-            fence = opened.group(1)
-        if para_start < 0:
-            para_start = start
-        para_end = end
-    close_paragraph()
-    return _drop_title(text, blocks)
-
-
-def _push(path: Path, level: int, title: str) -> Path:
-    return (*(entry for entry in path if entry[0] < level), (level, " ".join(title.split())))
-
-
-def _drop_title(text: str, blocks: list[_Block]) -> list[_Block]:
-    """A lone `#` heading at the top is the document's title, not a section of every chunk."""
-    headings = [b for b in blocks if b.heading_level]
-    if not headings or headings[0].heading_level != 1:
-        return blocks
-    if not text[headings[0].start:headings[0].end].lstrip().startswith("#"):
-        return blocks  # "1 Introduction" is a section, whatever comes after it
-    if sum(1 for b in headings if b.heading_level == 1) != 1:
-        return blocks
-    title = headings[0].path[0]
-    # Blocks under one heading share its path object: each distinct path is rebuilt once.
-    paths: dict[int, Path] = {}
-    out = []
-    for b in blocks:
-        path = paths.get(id(b.path))
-        if path is None:
-            path = paths[id(b.path)] = tuple(e for e in b.path if e is not title)
-        out.append(_Block(b.start, b.end, path, b.heading_level))
-    return out
-
-
-def _heading_text(path: Path) -> str | None:
-    return HEADING_SEPARATOR.join(title for _, title in path) or None
 
 
 class _Packer:

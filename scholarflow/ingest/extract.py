@@ -1,4 +1,4 @@
-"""Text extraction: PDF (pypdf, page by page), Markdown and plain text.
+"""Text extraction: PDF (a reader of scholarflow.ingest.readers, page by page), Markdown, text.
 
 Whatever the format, the result is a `Document` (so `doc_id` and
 `content_hash` are the canonical ones of `scholarflow.ingest.documents`) plus where
@@ -13,13 +13,10 @@ form feeds back as pages, so recall over that text cites pages too.
 
 from __future__ import annotations
 
-import io
-import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-from scholarflow.ingest.chunking import plain_heading_level
 from scholarflow.ingest.documents import (
     Document,
     DocumentError,
@@ -29,9 +26,6 @@ from scholarflow.ingest.documents import (
     is_pdf,
     read_document_bytes,
 )
-
-if TYPE_CHECKING:
-    from pypdf import PdfReader
 
 __all__ = [
     "PAGE_BREAK",
@@ -57,15 +51,6 @@ SUPPORTED_SUFFIXES = MARKDOWN_SUFFIXES | TEXT_SUFFIXES | {".pdf"}
 PAGE_SEPARATOR = "\n\n"
 # Between pages of a text given directly; on a line of its own, as plain-text page breaks are.
 PAGE_BREAK = "\f"
-_LIGATURES = str.maketrans({"ﬀ": "ff", "ﬁ": "fi", "ﬂ": "fl", "ﬃ": "ffi", "ﬄ": "ffl", "\x00": ""})
-# A paragraph's last line ends a sentence and is clearly shorter than the page's lines.
-_SENTENCE_END = re.compile(r"[.!?:。！？：”\"')）]\s*$")
-_SHORT_LINE_RATIO = 0.7
-# Metadata titles that name the authoring tool or file rather than the paper.
-_JUNK_TITLE = re.compile(
-    r"^(?:untitled|microsoft word|document\d*|title)\b|\.(?:docx?|tex|dvi|pdf|pptx?)\s*$",
-    re.IGNORECASE,
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +60,11 @@ class ExtractedDocument:
     # (1-based page number, offset of the page's first character in document.content),
     # ascending; empty for anything but a PDF. Pages without text are left out.
     pages: tuple[tuple[int, int], ...] = field(default=())
+    # What a PDF says of itself (its first page, its metadata), when it does.
+    authors: tuple[str, ...] = ()
+    year: int | None = None
+    doi: str | None = None
+    page_count: int | None = None  # a PDF's pages, blank ones too
 
     def page_at(self, offset: int) -> int | None:
         """The page the character at `offset` is on."""
@@ -113,25 +103,18 @@ def extract_file(path: str | Path) -> ExtractedDocument:
     return ExtractedDocument(document_from_bytes(raw, shown), kind)
 
 
-def extract_pdf(raw: bytes, shown: str) -> ExtractedDocument:
-    """A PDF's text, page by page; encrypted, corrupt and scanned PDFs are clear errors."""
-    from pypdf import PdfReader  # lazy: pypdf costs ~100 ms of imports
-    from pypdf.errors import FileNotDecryptedError
+def extract_pdf(raw: bytes, shown: str, *, reader: str | None = None) -> ExtractedDocument:
+    """A PDF's text as a reader sees it, page by page, and what the paper says of itself.
 
-    try:
-        reader = PdfReader(io.BytesIO(raw))
-        if reader.is_encrypted and not _decrypt_with_empty_password(reader, shown):
-            raise DocumentError(f"{shown} is encrypted; decrypt it first")
-        texts = [_page_text(page.extract_text()) for page in reader.pages]
-        title = _metadata_title(reader)
-    except DocumentError:
-        raise
-    except FileNotDecryptedError:
-        raise DocumentError(f"{shown} is encrypted; decrypt it first") from None
-    except Exception as exc:  # pypdf raises many types on damaged files; all mean the same
-        raise DocumentError(f"{shown} is not a readable PDF ({_reason(exc)}): re-export it "
-                            "as PDF, or give its text as a .txt or .md file") from None
+    `reader` names the engine (scholarflow.ingest.readers); None: the configured one.
+    Encrypted, corrupt, oversized and scanned PDFs are one-line `DocumentError`s.
+    """
+    from scholarflow.ingest.readers import get_reader
+    from scholarflow.ingest.readers.layout import page_texts
+    from scholarflow.ingest.readers.paper import paper_facts
 
+    content = get_reader(reader).read(raw, shown)
+    texts = page_texts(content.pages)
     if not texts:
         raise DocumentError(f"{shown} is a PDF without pages; re-export it, or give its text "
                             "as a .txt or .md file")
@@ -140,9 +123,11 @@ def extract_pdf(raw: bytes, shown: str) -> ExtractedDocument:
             f"{shown} has no extractable text (its {len(texts)} page(s) may be scanned "
             "images); run OCR on it first"
         )
-    content, pages = _join_pages(texts)
-    document = document_from_text(content, title=title, source=shown)
-    return ExtractedDocument(document, "pdf", pages)
+    content_text, pages = _join_pages(texts)
+    facts = paper_facts(content)
+    document = document_from_text(content_text, title=facts.title, source=shown)
+    return ExtractedDocument(document, "pdf", pages, authors=facts.authors, year=facts.year,
+                             doi=facts.doi, page_count=len(texts))
 
 
 def paged_document(extracted: ExtractedDocument) -> Document:
@@ -174,53 +159,6 @@ def extracted_from_text(document: Document, kind: Kind = "markdown") -> Extracte
     return ExtractedDocument(replace(document, content=content), "text", pages)
 
 
-def _decrypt_with_empty_password(reader: PdfReader, shown: str) -> bool:
-    """Many PDFs are encrypted only to set permissions, with an empty user password."""
-    from pypdf import PasswordType
-    from pypdf.errors import DependencyError
-
-    try:
-        return reader.decrypt("") != PasswordType.NOT_DECRYPTED
-    except DependencyError:
-        raise DocumentError(
-            f"{shown} is AES-encrypted and opening it needs the 'cryptography' package: "
-            "pip install 'pypdf[crypto]'"
-        ) from None
-
-
-def _page_text(text: str) -> str:
-    """One page's text, cleaned, with paragraphs and headings separated by blank lines."""
-    text = text.translate(_LIGATURES)
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    lines = [line.rstrip() for line in text.split("\n")]
-    while lines and not lines[-1]:
-        lines.pop()
-    while lines and not lines[0]:
-        lines.pop(0)
-    if not lines:
-        return ""
-    # pypdf puts no blank line between paragraphs; without them a whole page
-    # would be one paragraph and every chunk a mid-paragraph split.
-    lengths = sorted(len(line) for line in lines if line)
-    typical = lengths[len(lengths) * 3 // 4] if lengths else 0
-    out: list[str] = []
-    for i, line in enumerate(lines):
-        heading = plain_heading_level(line.strip()) is not None and len(line) < typical
-        if heading and out and out[-1]:
-            out.append("")
-        out.append(line)
-        last = i == len(lines) - 1
-        ends_paragraph = (
-            heading
-            or (bool(line) and _SENTENCE_END.search(line) is not None
-                and len(line) < typical * _SHORT_LINE_RATIO)
-        )
-        if ends_paragraph and not last:
-            out.append("")
-    return "\n".join(out)
-
-
 def _join_pages(texts: list[str]) -> tuple[str, tuple[tuple[int, int], ...]]:
     parts: list[str] = []
     pages: list[tuple[int, int]] = []
@@ -235,17 +173,3 @@ def _join_pages(texts: list[str]) -> tuple[str, tuple[tuple[int, int], ...]]:
         parts.append(text)
         offset += len(text)
     return "".join(parts), tuple(pages)
-
-
-def _metadata_title(reader: PdfReader) -> str | None:
-    metadata = reader.metadata
-    raw = metadata.title if metadata is not None else None
-    title = " ".join(str(raw).split()) if raw else ""
-    if len(title) < 3 or _JUNK_TITLE.search(title) or not any(c.isalpha() for c in title):
-        return None  # the first line of the text is the better title
-    return title
-
-
-def _reason(exc: Exception) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text[:200]

@@ -13,7 +13,7 @@ import errno
 import os
 import stat
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -52,6 +52,7 @@ class IngestResult:
     chunks: int = 0
     tokens: int = 0
     error: str | None = None  # one line naming the file, when status is "error" or "skipped"
+    replaced: tuple[str, ...] = ()  # doc_ids of this file's earlier versions, now removed
 
     @property
     def ok(self) -> bool:
@@ -60,8 +61,9 @@ class IngestResult:
     def as_json(self) -> dict[str, Any]:
         if self.status in ("error", "skipped"):
             return {"source": self.source, "status": self.status, "error": self.error}
-        return {"doc_id": self.doc_id, "title": self.title, "chunks": self.chunks,
-                "tokens": self.tokens, "source": self.source, "status": self.status}
+        out = {"doc_id": self.doc_id, "title": self.title, "chunks": self.chunks,
+               "tokens": self.tokens, "source": self.source, "status": self.status}
+        return {**out, "replaced": list(self.replaced)} if self.replaced else out
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,10 +72,12 @@ class Prepared:
     chunked: ChunkedDocument
 
     def stored(self) -> StoredDocument:
-        doc = self.extracted.document
+        doc, extracted = self.extracted.document, self.extracted
         return StoredDocument(doc_id=doc.doc_id, title=doc.title, source=doc.source,
                               content_hash=doc.content_hash, tokens=self.chunked.tokens,
-                              chunks=len(self.chunked.chunks))
+                              chunks=len(self.chunked.chunks), authors=extracted.authors,
+                              year=extracted.year, doi=extracted.doi,
+                              pages=extracted.page_count)
 
 
 OnResult = Callable[[IngestResult], None]
@@ -151,6 +155,7 @@ async def _ingest(
     """`ingest_files`, asking `target` for the knowledge base only once a file has to be stored."""
     results: list[IngestResult] = []
     pending: asyncio.Task[Prepared | DocumentError] | None = None
+    versions: _Versions | None = None
     try:
         for index, file in enumerate(files):
             current = pending or asyncio.create_task(asyncio.to_thread(_prepare_or_error, file))
@@ -162,7 +167,9 @@ async def _ingest(
             if isinstance(prepared, DocumentError):
                 result = IngestResult(str(file), "error", error=_naming(str(file), prepared))
             else:
-                result = await _store(await target(), str(file), prepared)
+                kb = await target()
+                versions = versions or await _Versions.of(kb)
+                result = await _store(kb, str(file), prepared, versions=versions, path=file)
             results.append(result)
             if on_result is not None:
                 on_result(result)
@@ -170,6 +177,35 @@ async def _ingest(
         if pending is not None:
             pending.cancel()  # the thread finishes on its own; its result is dropped
     return results
+
+
+class _Versions:
+    """Which stored documents came from which file: a changed file replaces its old version.
+
+    A file is known by its absolute path (`StoredDocument.source`); read once
+    per ingest (one listing), not once per file, then kept up to date.
+    """
+
+    def __init__(self, by_source: dict[str, list[str]]) -> None:
+        self._by_source = by_source
+
+    @classmethod
+    async def of(cls, kb: KnowledgeBase) -> _Versions:
+        by_source: dict[str, list[str]] = {}
+        for document in await kb.documents():
+            if document.source:
+                by_source.setdefault(document.source, []).append(document.doc_id)
+        return cls(by_source)
+
+    def of_file(self, source: str, given: str, doc_id: str) -> tuple[str, ...]:
+        """The doc_ids stored from this file other than `doc_id` (older knowledge bases
+        stored the path as given, not absolute)."""
+        found = self._by_source.get(source, []) + self._by_source.get(given, [])
+        return tuple(d for d in dict.fromkeys(found) if d != doc_id)
+
+    def stored(self, source: str, given: str, doc_id: str) -> None:
+        self._by_source.pop(given, None)
+        self._by_source[source] = [doc_id]
 
 
 async def add_document(
@@ -256,14 +292,31 @@ def _prepare_or_error(path: str | Path) -> Prepared | DocumentError:
         return exc
 
 
-async def _store(kb: KnowledgeBase, source: str, prepared: Prepared) -> IngestResult:
+async def _store(
+    kb: KnowledgeBase, source: str, prepared: Prepared, *,
+    versions: _Versions | None = None, path: str | Path | None = None,
+) -> IngestResult:
+    """Add a prepared document; with `versions`, the earlier versions of the file at `path`
+    are removed in the same `add`."""
     stored = prepared.stored()
+    replaces: tuple[str, ...] = ()
+    if versions is not None and path is not None:
+        absolute = _absolute(path)
+        stored = replace(stored, source=absolute)
+        replaces = versions.of_file(absolute, str(path), stored.doc_id)
     # Checked first so an unchanged file costs no embedding; `add` says so too
     # (another process may have added it in between).
     added = not await _has_document(kb, stored.doc_id) and await kb.add(
-        stored, prepared.extracted.document.content, prepared.chunked.chunks)
+        stored, prepared.extracted.document.content, prepared.chunked.chunks, replaces=replaces)
+    if added and versions is not None and stored.source is not None:
+        versions.stored(stored.source, str(path), stored.doc_id)
     return IngestResult(source, "added" if added else "unchanged", doc_id=stored.doc_id,
-                        title=stored.title, chunks=stored.chunks, tokens=stored.tokens)
+                        title=stored.title, chunks=stored.chunks, tokens=stored.tokens,
+                        replaced=replaces if added else ())
+
+
+def _absolute(path: str | Path) -> str:
+    return os.path.abspath(path)  # no file I/O: the working directory only
 
 
 async def _has_document(kb: KnowledgeBase, doc_id: str) -> bool:

@@ -56,6 +56,7 @@ from scholarflow.prompts import (
     SUB_QUESTION_GENERATION_PROMPT,
 )
 from scholarflow.retrieval.kb import RecalledChunk, RecallParams, best_per_chunk
+from scholarflow.retrieval.references import asks_about_references
 from scholarflow.state import (
     DocumentInfo,
     RecalledChunkState,
@@ -315,7 +316,8 @@ async def recall_step(task: RecallStepTask, runtime: Runtime[Context]) -> dict[s
     step = task["step"]
     params = RecallParams(top_n=ctx.top_n, similarity_threshold=ctx.similarity_threshold,
                           vector_similarity_weight=ctx.vector_similarity_weight,
-                          use_rerank=ctx.use_rerank)
+                          use_rerank=ctx.use_rerank,
+                          include_references=any(map(asks_about_references, step["queries"])))
     hits: list[RecalledChunk] = []
     for kb, doc_ids in _searches(task):
         retriever = await retriever_for(kb, step["doc_id"], ctx)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Literal, Protocol
 
 from scholarflow.errors import InputError
@@ -56,6 +57,21 @@ class StoredDocument:
     doi: str | None = None
     pages: int | None = None  # a PDF's page count
     added: str | None = None  # ISO 8601 UTC time the knowledge base stored it
+
+
+def now_utc() -> str:
+    """`StoredDocument.added` for a document stored now: ISO 8601, UTC, to the second."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+@dataclass(frozen=True, slots=True)
+class KnowledgeBaseInfo:
+    """One line of `scholarflow kb list`."""
+
+    name: str
+    documents: int
+    chunks: int
+    backend: Literal["embedded", "elasticsearch"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,8 +127,23 @@ class Retriever(Protocol):
 class KnowledgeBase(Retriever, Protocol):
     name: str
 
-    async def add(self, document: StoredDocument, text: str, chunks: Sequence[Chunk]) -> bool:
-        """Store a document atomically; False (and nothing changed) if it is already there."""
+    async def add(
+        self, document: StoredDocument, text: str, chunks: Sequence[Chunk], *,
+        replaces: Sequence[str] = (),
+    ) -> bool:
+        """Store a document atomically; False (and nothing changed) if it is already there.
+
+        `replaces`: doc_ids of earlier versions of the same file, removed once
+        this one is stored (the embedded index: in the same transaction).
+        Reference-list chunks are stored without embedding them."""
+        ...
+
+    async def remove(self, doc_id: str) -> None:
+        """Delete a document with its text and chunks; DocumentNotFoundError when absent."""
+        ...
+
+    async def info(self) -> KnowledgeBaseInfo:
+        """Its name, number of documents and chunks, and backend."""
         ...
 
     async def documents(self, doc_ids: Sequence[str] | None = None) -> list[StoredDocument]:

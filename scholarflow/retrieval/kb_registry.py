@@ -26,7 +26,7 @@ from scholarflow.retrieval.index.embedded import (
     EmbedderMismatchError,
     kb_root,
 )
-from scholarflow.retrieval.kb import KnowledgeBase
+from scholarflow.retrieval.kb import KnowledgeBase, KnowledgeBaseInfo
 from scholarflow.retrieval.recall_cache import CacheStats, RecallToolCache
 from scholarflow.settings import Settings, get_settings
 
@@ -34,6 +34,7 @@ __all__ = [
     "ES_URL_ENV",
     "EmbedderMismatchError",
     "close_all",
+    "describe_knowledge_bases",
     "limit_open",
     "list_knowledge_bases",
     "open_knowledge_base",
@@ -107,6 +108,16 @@ async def list_knowledge_bases() -> list[str]:
             )
         return sorted(await lister())
     return await asyncio.to_thread(_kb_names)
+
+
+async def describe_knowledge_bases() -> list[KnowledgeBaseInfo]:
+    """Each knowledge base's name, documents, chunks and backend, by name."""
+    if get_settings().es_url:
+        require("elasticsearch", ES_URL_ENV)
+        from scholarflow.retrieval.index.elastic import ElasticsearchKnowledgeBase
+
+        return sorted(await ElasticsearchKnowledgeBase.describe_all(), key=lambda i: i.name)
+    return [await EmbeddedKnowledgeBase.describe(name) for name in await list_knowledge_bases()]
 
 
 def _kb_names() -> list[str]:

@@ -10,6 +10,7 @@ import pytest
 from elasticsearch import AsyncElasticsearch
 
 from scholarflow.errors import ConfigurationError, ScholarflowError
+from scholarflow.retrieval.index import elastic_docs
 from scholarflow.retrieval.index.elastic import ElasticsearchKnowledgeBase
 from scholarflow.retrieval.index.elastic_client import (
     ElasticsearchError,
@@ -31,6 +32,14 @@ from tests.support.elastic_replay import KeywordEmbedder, Replay
 replay = elastic_replay.replay
 kb = elastic_replay.kb
 test_lexicon = elastic_replay.test_lexicon
+
+ADDED_AT = "2026-11-27T00:00:00+00:00"  # the recorded doc records' time of adding
+
+
+@pytest.fixture(autouse=True)
+def fixed_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(elastic_docs, "now_utc", lambda: ADDED_AT)
+
 
 D1 = StoredDocument("d1", "Attention Is All You Need", "papers/attention.pdf", "sha256:1111", 21, 2)
 D1_CHUNKS = [

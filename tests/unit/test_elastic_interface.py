@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from scholarflow.errors import InputError
-from scholarflow.retrieval.index import elastic
+from scholarflow.retrieval.index import elastic_docs
 from scholarflow.retrieval.index.elastic import ElasticsearchKnowledgeBase
 from scholarflow.retrieval.kb import DocumentNotFoundError, RecallParams
 from tests.support import elastic_replay
@@ -51,7 +51,7 @@ async def test_documents_pages_through_every_doc_record(
     replay: tuple[Replay, str], kb: ElasticsearchKnowledgeBase, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fake, _ = replay
-    monkeypatch.setattr(elastic, "DOCUMENTS_PAGE", 1)  # more than a page of documents
+    monkeypatch.setattr(elastic_docs, "DOCUMENTS_PAGE", 1)  # more than a page of documents
     fake.load("documents_paged.json")
     assert [d.doc_id for d in await kb.documents()] == ["d1", "d2"]
     fake.assert_done()  # the last page came back short: no fourth request

@@ -19,7 +19,13 @@ from scholarflow.ingest.chunking import MAX_TOKENS, plain_heading_level
 from scholarflow.ingest.documents import DocumentError, content_hash
 from scholarflow.ingest.extract import load_document_file
 from scholarflow.ingest.pipeline import collect_files, ingest_files, ingest_paths
-from scholarflow.retrieval.kb import Chunk, RecalledChunk, RecallParams, StoredDocument
+from scholarflow.retrieval.kb import (
+    Chunk,
+    KnowledgeBaseInfo,
+    RecalledChunk,
+    RecallParams,
+    StoredDocument,
+)
 from scholarflow.tokens import count_tokens
 from tests.conftest import EXAMPLES
 
@@ -82,13 +88,24 @@ class MemoryKB:
         self.chunks: dict[str, list[Chunk]] = {}
         self.adds = 0
 
-    async def add(self, document: StoredDocument, text: str, chunks: Sequence[Chunk]) -> bool:
+    async def add(self, document: StoredDocument, text: str, chunks: Sequence[Chunk], *,
+                  replaces: Sequence[str] = ()) -> bool:
         self.adds += 1
         if document.doc_id in self.docs:
             return False
         self.docs[document.doc_id], self.texts[document.doc_id] = document, text
         self.chunks[document.doc_id] = list(chunks)
+        for doc_id in replaces:
+            if doc_id in self.docs:
+                await self.remove(doc_id)
         return True
+
+    async def remove(self, doc_id: str) -> None:
+        del self.docs[doc_id], self.texts[doc_id], self.chunks[doc_id]
+
+    async def info(self) -> KnowledgeBaseInfo:
+        return KnowledgeBaseInfo(self.name, len(self.docs),
+                                 sum(map(len, self.chunks.values())), "embedded")
 
     async def documents(self, doc_ids: Sequence[str] | None = None) -> list[StoredDocument]:
         return [self.docs[d] for d in (doc_ids or list(self.docs)) if d in self.docs]

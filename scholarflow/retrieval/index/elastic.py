@@ -29,6 +29,7 @@ from elasticsearch import ApiError, AsyncElasticsearch, ConflictError, NotFoundE
 
 from scholarflow.errors import ConfigurationError, InputError
 from scholarflow.retrieval.embeddings import Embedder, Vectors
+from scholarflow.retrieval.index import elastic_docs
 from scholarflow.retrieval.index.crosslingual import lexical_query
 from scholarflow.retrieval.index.elastic_client import (
     ENV_URL,
@@ -45,6 +46,7 @@ from scholarflow.retrieval.index.tokenize import has_words
 from scholarflow.retrieval.kb import (
     Chunk,
     DocumentNotFoundError,
+    KnowledgeBaseInfo,
     KnowledgeBaseNotFoundError,
     RecalledChunk,
     RecallParams,
@@ -53,9 +55,7 @@ from scholarflow.retrieval.kb import (
 from scholarflow.retrieval.rerank import rerank
 
 BULK_BATCH = 200  # chunks per _bulk request: ~2-5 MB with 1024-dim vectors, far under 100 MB
-CHUNK_SOURCE = ["doc_id", "chunk_id", "n", "text", "title", "heading", "page"]
-DOC_SOURCE = ["doc_id", "title", "source", "content_hash", "tokens", "chunks"]
-DOCUMENTS_PAGE = 1000  # doc records per request when listing; search_after pages on
+CHUNK_SOURCE = ["doc_id", "chunk_id", "n", "text", "title", "heading", "page", "chunk_kind"]
 # Cosine for BM25-only candidates; +1 because ES rejects negative scores. A
 # chunk stored without a vector (empty text) counts as cosine 0.
 COSINE_SCRIPT = ("doc['vector'].size() == 0 ? 1.0 : "
@@ -102,11 +102,28 @@ class ElasticsearchKnowledgeBase:
                  mappings.body.values())
         return sorted(n for n in names if isinstance(n, str))
 
+    @classmethod
+    async def describe_all(cls, url: str | None = None) -> list[KnowledgeBaseInfo]:
+        """Every knowledge base on the cluster with its counts (no embedder check)."""
+        names = await cls.list_names(url)
+        client, url = connect(url)
+        try:
+            infos = []
+            for name in names:
+                documents, chunks = await elastic_docs.count_records(
+                    client, index_name(name), url)
+                infos.append(KnowledgeBaseInfo(name, documents, chunks, "elasticsearch"))
+        finally:
+            await client.close()
+        return infos
+
     async def _prepare(self, create: bool) -> None:
         async with es_errors(self._url, "open the knowledge base"):
             if await self._client.indices.exists(index=self.index):
-                mapping = await self._client.indices.get_mapping(index=self.index)
-                self._check_meta(mapping[self.index]["mappings"].get("_meta", {}))
+                mapping = (await self._client.indices.get_mapping(index=self.index))[self.index]
+                self._check_meta(mapping["mappings"].get("_meta", {}))
+                await elastic_docs.upgrade_mapping(self._client, self.index,
+                                                   mapping["mappings"].get("properties", {}))
                 return
             if not create:
                 raise KnowledgeBaseNotFoundError(
@@ -133,28 +150,33 @@ class ElasticsearchKnowledgeBase:
                 f"embedder now is {self._embedder.name}: use the same one "
                 "(SCHOLARFLOW_EMBEDDING_MODEL) or ingest into a new knowledge base")
 
-    async def add(self, document: StoredDocument, text: str, chunks: Sequence[Chunk]) -> bool:
+    async def add(self, document: StoredDocument, text: str, chunks: Sequence[Chunk], *,
+                  replaces: Sequence[str] = ()) -> bool:
         """Store a document; False (and nothing changed) if it is already there.
 
         Chunks first, with deterministic ids and op_type create (a retry never
         duplicates one), the doc record last. If a chunk fails, this document's
-        chunks are deleted again: never half a document, no other one touched."""
+        chunks are deleted again: never half a document, no other one touched.
+        The documents of `replaces` are removed once the new one is in: a reader
+        may see both for a moment, never neither."""
         doc_key = f"doc:{document.doc_id}"
         async with es_errors(self._url, f"add document {document.doc_id}"):
             if await self._client.exists(index=self.index, id=doc_key):
                 return False
-        vectors = await self._embedder.embed_passages([c.text for c in chunks]) if chunks else None
+        # Reference lists are not embedded: BM25 finds them when a question asks for them.
+        embedded = [c for c in chunks if c.kind != "references"]
+        texts = [c.text for c in embedded]
+        by_chunk: dict[str, Vectors] = {}
+        if texts:
+            vectors = await self._embedder.embed_passages(texts)
+            by_chunk = dict(zip((c.chunk_id for c in embedded), vectors, strict=True))
         try:
             for at in range(0, len(chunks), BULK_BATCH):
-                assert vectors is not None
-                await self._bulk_chunks(document, chunks[at : at + BULK_BATCH],
-                                        vectors[at : at + BULK_BATCH])
-            record = {"kind": "doc", "doc_id": document.doc_id, "title": document.title,
-                      "source": document.source, "content_hash": document.content_hash,
-                      "tokens": document.tokens, "chunks": document.chunks, "content": text}
+                await self._bulk_chunks(document, chunks[at : at + BULK_BATCH], by_chunk)
             async with es_errors(self._url, f"add document {document.doc_id}"):
                 try:
-                    await self._client.create(index=self.index, id=doc_key, document=record,
+                    await self._client.create(index=self.index, id=doc_key,
+                                              document=elastic_docs.doc_record(document, text),
                                               refresh="wait_for")
                 except ConflictError:
                     return False  # a concurrent add of the same document won
@@ -162,18 +184,33 @@ class ElasticsearchKnowledgeBase:
             # Shielded: a cancelled ingest must still remove what it wrote.
             await asyncio.shield(self._remove_chunks(document.doc_id))
             raise
+        await elastic_docs.delete_documents(self._client, self.index, self._url,
+                                            [d for d in replaces if d != document.doc_id])
         return True
 
+    async def remove(self, doc_id: str) -> None:
+        """Delete a document (its doc record first, then its chunks)."""
+        async with es_errors(self._url, f"remove document {doc_id}"):
+            if not await self._client.exists(index=self.index, id=f"doc:{doc_id}"):
+                raise DocumentNotFoundError(
+                    f"no document {doc_id!r} in knowledge base {self.name!r}")
+        await elastic_docs.delete_documents(self._client, self.index, self._url, [doc_id])
+
+    async def info(self) -> KnowledgeBaseInfo:
+        documents, chunks = await elastic_docs.count_records(self._client, self.index, self._url)
+        return KnowledgeBaseInfo(self.name, documents, chunks, "elasticsearch")
+
     async def _bulk_chunks(self, document: StoredDocument, chunks: Sequence[Chunk],
-                           vectors: Vectors) -> None:
+                           vectors: dict[str, Vectors]) -> None:
         operations: list[dict[str, Any]] = []
-        for chunk, vector in zip(chunks, vectors, strict=True):
+        for chunk in chunks:
             source: dict[str, Any] = {
                 "kind": "chunk", "doc_id": chunk.doc_id, "chunk_id": chunk.chunk_id, "n": chunk.n,
                 "text": chunk.text, "title": document.title, "heading": chunk.heading,
-                "page": chunk.page, "tokens": chunk.tokens,
+                "page": chunk.page, "tokens": chunk.tokens, "chunk_kind": chunk.kind,
             }
-            values = [float(x) for x in vector]
+            vector = vectors.get(chunk.chunk_id)
+            values = [] if vector is None else [float(x) for x in vector]
             # ES refuses zero-length vectors for cosine; such a chunk is found by BM25 only.
             if math.fsum(x * x for x in values) > 0:
                 source["vector"] = values
@@ -200,30 +237,10 @@ class ElasticsearchKnowledgeBase:
                                                refresh=True, conflicts="proceed")
 
     async def documents(self, doc_ids: Sequence[str] | None = None) -> list[StoredDocument]:
-        """All documents by title, or the named ones in the given order (unknown ids skipped).
-
-        Paged in doc_id order with search_after: one search stops at 10,000 hits."""
-        filters: list[dict[str, Any]] = [{"term": {"kind": "doc"}}]
-        if doc_ids is not None:
-            if not doc_ids:
-                return []
-            filters.append({"terms": {"doc_id": list(doc_ids)}})
-        found: dict[str, StoredDocument] = {}
-        after: list[Any] | None = None
-        async with es_errors(self._url, "list documents"):
-            while True:
-                response = await self._client.search(
-                    index=self.index, query={"bool": {"filter": filters}},
-                    source_includes=DOC_SOURCE, size=DOCUMENTS_PAGE, sort=[{"doc_id": "asc"}],
-                    search_after=after)
-                hits = response["hits"]["hits"]
-                for hit in hits:  # DOC_SOURCE names StoredDocument's fields.
-                    source = hit["_source"]
-                    found[source["doc_id"]] = StoredDocument(**{k: source.get(k)
-                                                                for k in DOC_SOURCE})
-                if len(hits) < DOCUMENTS_PAGE:
-                    break
-                after = hits[-1]["sort"]
+        """All documents by title, or the named ones in the given order (unknown ids skipped)."""
+        if doc_ids is not None and not doc_ids:
+            return []
+        found = await elastic_docs.list_documents(self._client, self.index, self._url, doc_ids)
         if doc_ids is not None:
             return [found[d] for d in dict.fromkeys(doc_ids) if d in found]
         return sorted(found.values(), key=lambda d: (d.title, d.doc_id))
@@ -249,6 +266,8 @@ class ElasticsearchKnowledgeBase:
         filters: list[dict[str, Any]] = [{"term": {"kind": "chunk"}}]
         if doc_ids is not None:
             filters.append({"terms": {"doc_id": list(dict.fromkeys(doc_ids))}})
+        if not params.include_references:
+            filters.append({"bool": {"must_not": [{"term": {"chunk_kind": "references"}}]}})
         vector = [float(x) for x in await self._embedder.embed_query(query)]
         if math.fsum(x * x for x in vector) == 0:
             vector = []  # nothing to compare with (empty query): BM25 alone
@@ -286,7 +305,8 @@ class ElasticsearchKnowledgeBase:
         scored = [
             RecalledChunk(doc_id=s["doc_id"], chunk_id=s["chunk_id"], score=round(float(x), 6),
                           text=s["text"], title=s.get("title") or "", heading=s.get("heading"),
-                          page=s.get("page"))
+                          page=s.get("page"),
+                          kind="references" if s.get("chunk_kind") == "references" else "body")
             for s, x in zip((sources[k] for k in keys), score, strict=True)
             if x >= params.similarity_threshold
         ]

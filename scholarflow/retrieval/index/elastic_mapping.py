@@ -6,6 +6,18 @@ from typing import Any
 
 from scholarflow.retrieval.embeddings import Embedder
 
+# Fields added after the first release: an index made before them gets them on opening
+# (`put_mapping`; adding fields is allowed under "dynamic": "strict").
+ADDED_PROPERTIES: dict[str, Any] = {
+    # "references" for a reference-list chunk (`kind` already tells doc from chunk records)
+    "chunk_kind": {"type": "keyword"},
+    "authors": {"type": "keyword"},
+    "year": {"type": "integer"},
+    "doi": {"type": "keyword"},
+    "pages": {"type": "integer"},
+    "added": {"type": "date"},
+}
+
 
 def index_body(kb_name: str, embedder: Embedder, dims: int) -> dict[str, Any]:
     """Settings and mappings of a knowledge base index."""
@@ -31,6 +43,7 @@ def index_body(kb_name: str, embedder: Embedder, dims: int) -> dict[str, Any]:
         "vector": {"type": "dense_vector", "dims": dims, "index": True, "similarity": "cosine"},
         "source": {"type": "keyword", "index": False},
         "content": {"type": "text", "index": False},  # the whole text, read back, never searched
+        **ADDED_PROPERTIES,
     }
     return {
         # One shard: a person's papers are small, and BM25 statistics then

@@ -25,6 +25,7 @@ import numpy as np
 from scholarflow.errors import ConfigurationError, InputError
 from scholarflow.retrieval.embeddings import Embedder, Vectors, default_embedder, embedder_named
 from scholarflow.retrieval.index import check_kb_name
+from scholarflow.retrieval.index import embedded_sql as sql
 from scholarflow.retrieval.index.crosslingual import lexical_query
 from scholarflow.retrieval.index.lexicon import lexicon
 from scholarflow.retrieval.index.snapshot import Snapshot
@@ -33,6 +34,7 @@ from scholarflow.retrieval.index.tokenize import has_words, terms_text
 from scholarflow.retrieval.kb import (
     Chunk,
     DocumentNotFoundError,
+    KnowledgeBaseInfo,
     KnowledgeBaseNotFoundError,
     RecalledChunk,
     RecallParams,
@@ -44,36 +46,6 @@ from scholarflow.storage.sqlite import SqliteDatabase, transaction
 
 DB_FILENAME = "index.sqlite"
 SNAPSHOT_FILENAME = "snapshot.npz"
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS documents (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    doc_id TEXT NOT NULL UNIQUE,
-    title TEXT NOT NULL,
-    source TEXT,
-    content_hash TEXT NOT NULL,
-    tokens INTEGER NOT NULL,
-    chunks INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS texts (
-    doc_id TEXT PRIMARY KEY REFERENCES documents (doc_id),
-    text TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS chunks (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused: snapshots append past a watermark
-    chunk_id TEXT NOT NULL UNIQUE,
-    doc_id TEXT NOT NULL REFERENCES documents (doc_id),
-    n INTEGER NOT NULL,
-    text TEXT NOT NULL,
-    tokens INTEGER NOT NULL,
-    heading TEXT,
-    page INTEGER,
-    terms TEXT NOT NULL,
-    vector BLOB NOT NULL
-);
-"""
-
 
 class EmbedderMismatchError(ConfigurationError):
     """The knowledge base's vectors came from another embedding model."""
@@ -95,7 +67,7 @@ class EmbeddedKnowledgeBase:
         self.folder = folder
         self.embedder = embedder
         self._dim = dim  # None until the first document fixes it
-        self._db = SqliteDatabase(folder / DB_FILENAME, _SCHEMA, remedy=_remedy(name))
+        self._db = SqliteDatabase(folder / DB_FILENAME, sql.SCHEMA, remedy=_remedy(name))
         self._snapshot: Snapshot | None = None
         self._seen_version: tuple[int, int] | None = None  # (data_version, own writes)
         self._writes = 0
@@ -119,12 +91,13 @@ class EmbeddedKnowledgeBase:
                 f"no knowledge base {name!r}; create one with `scholarflow ingest FILE --kb {name}`"
             )
         # Creates folder and schema; a damaged file is one error naming it.
-        db = SqliteDatabase(folder / DB_FILENAME, _SCHEMA, remedy=_remedy(name))
+        db = SqliteDatabase(folder / DB_FILENAME, sql.SCHEMA, remedy=_remedy(name))
         try:
-            meta = await db.run(_read_meta)
+            await db.run(sql.migrate)  # an older file gains the columns added since
+            meta = await db.run(sql.read_meta)
             if "embedder" not in meta:
                 embedder = embedder or default_embedder()
-                meta = await db.run(partial(_claim_embedder, name=embedder.name))
+                meta = await db.run(partial(sql.claim_embedder, name=embedder.name))
         finally:
             await db.close()
         stored = meta["embedder"]
@@ -144,9 +117,31 @@ class EmbeddedKnowledgeBase:
         dim = int(meta["dim"]) if "dim" in meta else None
         return cls(name, folder, embedder, dim)
 
+    @staticmethod
+    async def describe(name: str) -> KnowledgeBaseInfo:
+        """Its counts, read without opening it for search (no embedder needed)."""
+        folder = kb_root() / check_kb_name(name)
+        if not await asyncio.to_thread((folder / DB_FILENAME).is_file):
+            raise KnowledgeBaseNotFoundError(f"no knowledge base {name!r}")
+        db = SqliteDatabase(folder / DB_FILENAME, sql.SCHEMA, remedy=_remedy(name))
+        try:
+            documents, chunks = await db.run(sql.counts)
+        finally:
+            await db.close()
+        return KnowledgeBaseInfo(name, documents, chunks, "embedded")
+
     # --- writing -------------------------------------------------------------
 
-    async def add(self, document: StoredDocument, text: str, chunks: Sequence[Chunk]) -> bool:
+    async def add(
+        self, document: StoredDocument, text: str, chunks: Sequence[Chunk], *,
+        replaces: Sequence[str] = (),
+    ) -> bool:
+        """Store a document atomically; False (and nothing changed) if it is already there.
+
+        The documents of `replaces` (earlier versions of the same file) are
+        removed in the same transaction: a reader sees the old version or the
+        new one, never both or neither. Reference-list chunks are not embedded.
+        """
         for chunk in chunks:
             if chunk.doc_id != document.doc_id:
                 raise InputError(
@@ -156,14 +151,17 @@ class EmbeddedKnowledgeBase:
         terms = await asyncio.to_thread(self._terms_if_new, document.doc_id, chunks)
         if terms is None:
             return False  # before embedding: re-ingesting a file costs one lookup
-        vectors = await self.embedder.embed_passages([_embedding_text(c) for c in chunks])
-        if vectors.shape[0] != len(chunks):
+        embedded = [i for i, c in enumerate(chunks) if c.kind != "references"]
+        vectors = await self.embedder.embed_passages([_embedding_text(chunks[i]) for i in embedded])
+        if vectors.shape[0] != len(embedded):
             raise ConfigurationError(
                 f"the embedder {self.embedder.name!r} returned {vectors.shape[0]} vectors "
-                f"for {len(chunks)} chunks"
+                f"for {len(embedded)} chunks"
             )
+        dim = int(vectors.shape[1]) if embedded else None
+        rows = sql.vector_bytes(vectors, embedded)
         added = await self._db.run(
-            lambda conn: self._insert(conn, document, text, chunks, terms, vectors)
+            lambda conn: self._insert(conn, document, text, chunks, terms, rows, dim, replaces)
         )
         if added:
             self._writes += 1
@@ -171,7 +169,7 @@ class EmbeddedKnowledgeBase:
 
     def _terms_if_new(self, doc_id: str, chunks: Sequence[Chunk]) -> list[str] | None:
         """The chunks' BM25 terms, or None when the document is stored (one thread hop)."""
-        if self._db.locked(lambda conn: _has_document(conn, doc_id)):
+        if self._db.locked(lambda conn: sql.has_document(conn, doc_id)):
             return None
         return _chunk_terms(chunks)
 
@@ -182,47 +180,47 @@ class EmbeddedKnowledgeBase:
         text: str,
         chunks: Sequence[Chunk],
         terms: list[str],
-        vectors: Vectors,
+        vectors: dict[int, bytes],
+        dim: int | None,
+        replaces: Sequence[str],
     ) -> bool:
-        rows = np.ascontiguousarray(vectors, dtype=np.float32)
         with transaction(conn):
-            dim = _read_meta(conn).get("dim")
-            if chunks and dim is None:
-                _write_meta(conn, {"dim": str(rows.shape[1])})
-            elif chunks and int(dim) != rows.shape[1]:  # type: ignore[arg-type]
+            stored_dim = sql.read_meta(conn).get("dim")
+            if dim is not None and stored_dim is None:
+                sql.write_meta(conn, {"dim": str(dim)})
+            elif dim is not None and int(stored_dim) != dim:  # type: ignore[arg-type]
                 raise ConfigurationError(
-                    f"knowledge base {self.name!r} holds {dim}-dimensional vectors, but "
-                    f"{self.embedder.name!r} gave {rows.shape[1]}"
+                    f"knowledge base {self.name!r} holds {stored_dim}-dimensional vectors, but "
+                    f"{self.embedder.name!r} gave {dim}"
                 )
-            try:
-                conn.execute(
-                    "INSERT INTO documents (doc_id, title, source, content_hash, tokens, chunks)"
-                    " VALUES (?, ?, ?, ?, ?, ?)",
-                    (document.doc_id, document.title, document.source, document.content_hash,
-                     document.tokens, len(chunks)),
-                )
-            except sqlite3.IntegrityError:
-                return False  # another task or process added it meanwhile; nothing changed
-            conn.execute("INSERT INTO texts (doc_id, text) VALUES (?, ?)", (document.doc_id, text))
-            conn.executemany(
-                "INSERT INTO chunks (chunk_id, doc_id, n, text, tokens, heading, page, terms,"
-                " vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (c.chunk_id, c.doc_id, c.n, c.text, c.tokens, c.heading, c.page, t,
-                     rows[i].tobytes())
-                    for i, (c, t) in enumerate(zip(chunks, terms, strict=True))
-                ],
-            )
-        if chunks and self._dim is None:
-            self._dim = int(rows.shape[1])
+            if not sql.insert_document(conn, document, text, chunks, terms, vectors):
+                return False
+            sql.delete_documents(conn, [d for d in replaces if d != document.doc_id])
+        if dim is not None and self._dim is None:
+            self._dim = dim
         return True
+
+    async def remove(self, doc_id: str) -> None:
+        """Delete a document, its text and chunks, in one transaction; DocumentNotFoundError
+        when absent. A search under way sees it whole or not at all."""
+        def delete(conn: sqlite3.Connection) -> int:
+            with transaction(conn):
+                return sql.delete_documents(conn, [doc_id])
+
+        if not await self._db.run(delete):
+            raise DocumentNotFoundError(f"no document {doc_id!r} in knowledge base {self.name!r}")
+        self._writes += 1
+
+    async def info(self) -> KnowledgeBaseInfo:
+        documents, chunks = await self._db.run(sql.counts)
+        return KnowledgeBaseInfo(self.name, documents, chunks, "embedded")
 
     # --- reading -------------------------------------------------------------
 
     async def documents(self, doc_ids: Sequence[str] | None = None) -> list[StoredDocument]:
         """The documents in the order added, or those of `doc_ids` (absent ones skipped)."""
         wanted = None if doc_ids is None else list(dict.fromkeys(doc_ids))
-        return await self._db.run(lambda conn: _documents(conn, wanted))
+        return await self._db.run(lambda conn: sql.documents(conn, wanted))
 
     async def document_text(self, doc_id: str) -> str:
         row = await self._db.run(
@@ -275,15 +273,16 @@ class EmbeddedKnowledgeBase:
         hits = snapshot.search(
             terms, np.asarray(vector, np.float32), doc_ids=doc_ids,
             weight=params.vector_similarity_weight, threshold=params.similarity_threshold,
-            top_n=params.top_n,
+            top_n=params.top_n, include_references=params.include_references,
         )
         if not hits:
             return []
-        rows = self._db.locked(lambda conn: _chunk_rows(conn, [h.rowid for h in hits]))
+        rows = self._db.locked(lambda conn: sql.chunk_rows(conn, [h.rowid for h in hits]))
         return [
             RecalledChunk(
                 doc_id=r["doc_id"], chunk_id=r["chunk_id"], score=round(h.score, 6),
                 text=r["text"], title=r["title"], heading=r["heading"], page=r["page"],
+                kind=r["kind"],
             )
             for h in hits
             if (r := rows.get(h.rowid)) is not None
@@ -291,7 +290,7 @@ class EmbeddedKnowledgeBase:
 
     def _check_documents(self, doc_ids: Sequence[str]) -> None:
         """Unknown ids are an error; known ones without chunks (empty documents) are not."""
-        found = self._db.locked(lambda conn: {d.doc_id for d in _documents(conn, list(doc_ids))})
+        found = self._db.locked(lambda conn: {d.doc_id for d in sql.documents(conn, list(doc_ids))})
         for doc_id in doc_ids:
             if doc_id not in found:
                 raise DocumentNotFoundError(
@@ -307,7 +306,7 @@ class EmbeddedKnowledgeBase:
         if self._snapshot is not None and version == self._seen_version:
             return self._snapshot  # nobody wrote since: the common, microsecond path
         if self._dim is None:
-            meta = self._db.locked(_read_meta)
+            meta = self._db.locked(sql.read_meta)
             if "dim" not in meta:
                 return None  # nothing with chunks was ever added
             self._dim = int(meta["dim"])
@@ -339,52 +338,3 @@ def _embedding_text(chunk: Chunk) -> str:
 
 def _chunk_terms(chunks: Sequence[Chunk]) -> list[str]:
     return [terms_text(_embedding_text(c)) for c in chunks]
-
-
-def _read_meta(conn: sqlite3.Connection) -> dict[str, str]:
-    return {row["key"]: row["value"] for row in conn.execute("SELECT key, value FROM meta")}
-
-
-def _claim_embedder(conn: sqlite3.Connection, name: str) -> dict[str, str]:
-    """Record the embedder of a new knowledge base; a racing creator's choice wins if first."""
-    with transaction(conn):
-        _write_meta(conn, {"embedder": name})
-        return _read_meta(conn)
-
-
-def _write_meta(conn: sqlite3.Connection, values: dict[str, str]) -> None:
-    conn.executemany(
-        "INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", list(values.items())
-    )
-
-
-def _has_document(conn: sqlite3.Connection, doc_id: str) -> bool:
-    row = conn.execute("SELECT 1 FROM documents WHERE doc_id = ?", (doc_id,)).fetchone()
-    return row is not None
-
-
-def _documents(conn: sqlite3.Connection, doc_ids: list[str] | None) -> list[StoredDocument]:
-    columns = "doc_id, title, source, content_hash, tokens, chunks"
-    if doc_ids is None:
-        rows = conn.execute(f"SELECT {columns} FROM documents ORDER BY seq").fetchall()
-    else:
-        rows = []
-        for i in range(0, len(doc_ids), 500):  # SQLite caps bound parameters per statement
-            part = doc_ids[i:i + 500]
-            marks = ",".join("?" * len(part))
-            rows += conn.execute(
-                f"SELECT {columns} FROM documents WHERE doc_id IN ({marks})", part
-            ).fetchall()
-        order = {d: i for i, d in enumerate(doc_ids)}
-        rows.sort(key=lambda r: order[r["doc_id"]])
-    return [StoredDocument(**dict(row)) for row in rows]
-
-
-def _chunk_rows(conn: sqlite3.Connection, rowids: list[int]) -> dict[int, sqlite3.Row]:
-    marks = ",".join("?" * len(rowids))
-    cursor = conn.execute(
-        "SELECT c.id, c.doc_id, c.chunk_id, c.text, c.heading, c.page, d.title FROM chunks c"
-        f" JOIN documents d ON d.doc_id = c.doc_id WHERE c.id IN ({marks})",
-        rowids,
-    )
-    return {int(row["id"]): row for row in cursor}

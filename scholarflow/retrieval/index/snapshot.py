@@ -40,7 +40,8 @@ class ChunkRow(NamedTuple):
     rowid: int
     doc_id: str
     terms: str  # space-separated BM25 terms
-    vector: bytes  # float32, dim values
+    vector: bytes  # float32, dim values; empty for a reference-list chunk (never embedded)
+    kind: str = "body"  # "references": a reference list, searched only when asked for
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +57,8 @@ class Snapshot:
     rowids: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
     vectors: FloatArray | None = None
     bm25: Bm25Index = field(default_factory=Bm25Index)
+    # True for reference-list chunks: left out of a search unless it asks for them.
+    refs: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, bool))
     doc_ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
     # `vectors` is the head of this buffer: rows past it are free for appends.
     _buffer: FloatArray | None = field(default=None, repr=False)
@@ -96,9 +99,19 @@ class Snapshot:
         self.reserve(len(rows))
         assert self.vectors is not None and self._buffer is not None
         start, end = self.size, self.size + len(rows)
-        blob = b"".join([r.vector for r in rows])
-        self._buffer[start:end] = np.frombuffer(blob, np.float32).reshape(len(rows), self.dim)
+        width = 4 * self.dim
+        if all(len(r.vector) == width for r in rows):
+            blob = b"".join([r.vector for r in rows])
+            self._buffer[start:end] = np.frombuffer(blob, np.float32).reshape(len(rows), self.dim)
+        else:  # reference-list chunks have no vector: a zero row (cosine 0, BM25 alone)
+            block = self._buffer[start:end]
+            block.fill(0.0)
+            for i, r in enumerate(rows):
+                if len(r.vector) == width:
+                    block[i] = np.frombuffer(r.vector, np.float32)
         self.vectors = self._buffer[:end]
+        self.refs = np.concatenate([self.refs, np.fromiter(
+            (r.kind == "references" for r in rows), bool, len(rows))])
         self.rowids = np.concatenate([self.rowids, np.fromiter((r.rowid for r in rows), np.int64)])
         self.bm25.add([r.terms for r in rows])
         for i, row in enumerate(rows, start):
@@ -119,6 +132,7 @@ class Snapshot:
         weight: float,
         threshold: float,
         top_n: int,
+        include_references: bool = False,
     ) -> list[Hit]:
         """Hybrid ranking, best first: `hybrid.hybrid_scores` of the candidates.
 
@@ -149,6 +163,8 @@ class Snapshot:
         # pass it, and at 100k chunks an argpartition of all costs ~0.8 ms, the
         # comparison ~0.1 ms.
         score = hybrid_scores(lexical, cosine, weight)
+        if not include_references and self.refs.any():
+            score[self.refs if positions is None else self.refs[positions]] = -np.inf
         best = np.flatnonzero(score >= threshold)
         if len(best) > top_n:
             best = best[np.argpartition(score[best], len(best) - top_n)[-top_n:]]
@@ -168,7 +184,8 @@ class Snapshot:
         self._file.save(path, header, {
             # in id order: ids only ever grow
             "vocab": snapshot_file.text_bytes("\n".join(bm25.vocab)),
-            "rowids": self.rowids, "vectors": self.vectors, "lengths": bm25.lengths,
+            "rowids": self.rowids, "refs": self.refs, "vectors": self.vectors,
+            "lengths": bm25.lengths,
             "indptr": bm25.main.indptr, "docs": bm25.main.docs.astype(np.int32), "tf": bm25.main.tf,
         })
         self._saved = self.size
@@ -189,15 +206,15 @@ class Snapshot:
             return None
         raw_vocab = z["vocab"].tobytes().decode()
         vocab = {t: i for i, t in enumerate(raw_vocab.split("\n"))} if raw_vocab else {}
-        rowids, lengths, buffer = z["rowids"], z["lengths"], z["vectors"]
+        rowids, lengths, buffer, refs = z["rowids"], z["lengths"], z["vectors"], z["refs"]
         indptr, docs, tf = z["indptr"], z["docs"], z["tf"]
         n = len(rowids)
-        if (buffer.shape[1] != dim or len(buffer) < n or len(lengths) != n
+        if (buffer.shape[1] != dim or len(buffer) < n or len(lengths) != n or len(refs) != n
                 or len(indptr) != len(vocab) + 1 or not indptr[-1] == len(docs) == len(tf)):
             return None
         main = Segment(indptr, docs.astype(np.intp), tf, np.zeros(len(docs), np.float32))
         return cls(
-            embedder=embedder, dim=dim, rowids=rowids, vectors=buffer[:n],
+            embedder=embedder, dim=dim, rowids=rowids, vectors=buffer[:n], refs=refs.astype(bool),
             bm25=Bm25Index.from_arrays(vocab, lengths, main),
             doc_ranges={d: (a, b) for d, (a, b) in z["header"]["docs"]},
             _buffer=buffer, _saved=n,

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3  # 3: the reference-list mask (`refs`)
 _READ_STEP = 16 << 20  # bytes read at a time into the vector buffer
 
 

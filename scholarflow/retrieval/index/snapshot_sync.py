@@ -64,7 +64,7 @@ def _read_rows_after(
     cursor = conn.cursor()
     cursor.row_factory = None  # plain tuples
     cursor.execute(
-        "SELECT id, doc_id, terms, vector FROM chunks WHERE id > ? ORDER BY id", (last,)
+        "SELECT id, doc_id, terms, vector, kind FROM chunks WHERE id > ? ORDER BY id", (last,)
     )
     while batch := cursor.fetchmany(ROW_BATCH):
         sink(list(map(ChunkRow._make, batch)))

@@ -1,0 +1,115 @@
+"""The default reader: PDFium through pypdfium2 (Apache-2.0 / BSD-3-Clause wheels, ~3 MB).
+
+PDFium gives each page's characters in content order with line breaks of its
+own ("\\r\\n") and marks a hyphen that ends a line with U+FFFE; a line's box is
+read from its first and last characters only, a few calls a line instead of
+one per character.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from typing import TYPE_CHECKING, Any
+
+from scholarflow.ingest.documents import DocumentError
+from scholarflow.ingest.readers import MAX_PAGES, Line, PageText, PdfContent
+from scholarflow.ingest.readers.common import too_many_pages, unreadable
+
+if TYPE_CHECKING:
+    import pypdfium2
+
+__all__ = ["READER", "PdfiumReader"]
+
+# PDFium is not thread-safe: one document at a time in a process.
+_LOCK = threading.Lock()
+_HYPHEN_MARK = "\ufffe"
+_PASSWORD_ERROR = 4  # FPDF_ERR_PASSWORD
+
+
+class PdfiumReader:
+    name = "pdfium"
+
+    def read(self, raw: bytes, shown: str) -> PdfContent:
+        import pypdfium2
+
+        with _LOCK:
+            try:
+                document = pypdfium2.PdfDocument(raw)
+            except pypdfium2.PdfiumError as exc:
+                if getattr(exc, "err_code", None) == _PASSWORD_ERROR:
+                    raise DocumentError(f"{shown} is encrypted; decrypt it first") from None
+                raise unreadable(shown, exc) from None
+            try:
+                count = len(document)
+                if count > MAX_PAGES:
+                    raise too_many_pages(shown, count)
+                pages = tuple(_page(document, index) for index in range(count))
+                metadata = {key.lower(): str(value) for key, value
+                            in document.get_metadata_dict(skip_empty=True).items()}
+            except DocumentError:
+                raise
+            except Exception as exc:  # a damaged page: PdfiumError and friends
+                raise unreadable(shown, exc) from None
+            finally:
+                document.close()
+        return PdfContent(pages, metadata)
+
+
+def _page(document: pypdfium2.PdfDocument, index: int) -> PageText:
+    import pypdfium2.raw as pdfium_c
+
+    page = document[index]
+    try:
+        width, height = page.get_size()
+        textpage = page.get_textpage()
+        try:
+            count = textpage.count_chars()
+            text = textpage.get_text_range(0, count) if count > 0 else ""
+            if len(text) != count:  # characters outside the BMP: no per-character boxes
+                lines = tuple(Line(t) for t in text.replace(_HYPHEN_MARK, "-\n").splitlines())
+                return PageText(index + 1, lines, width, height, positioned=False)
+            lines = tuple(_lines(pdfium_c, textpage.raw, text, height))
+        finally:
+            textpage.close()
+    finally:
+        page.close()
+    return PageText(index + 1, lines, width, height)
+
+
+def _lines(pdfium_c: Any, handle: Any, text: str, height: float) -> list[Line]:
+    left, right = ctypes.c_double(), ctypes.c_double()
+    bottom, top = ctypes.c_double(), ctypes.c_double()
+    loose = pdfium_c.FS_RECTF()
+    refs = (ctypes.byref(left), ctypes.byref(right), ctypes.byref(bottom), ctypes.byref(top))
+    lines: list[Line] = []
+    start = 0
+    length = len(text)
+    while start < length:
+        end = start
+        while end < length and text[end] not in "\r\n" + _HYPHEN_MARK:
+            end += 1
+        stop = end + 1 if end < length and text[end] == _HYPHEN_MARK else end
+        first, last = start, stop - 1
+        while first <= last and text[first].isspace():
+            first += 1
+        while last >= first and text[last].isspace():
+            last -= 1
+        if first <= last:
+            pdfium_c.FPDFText_GetCharBox(handle, first, *refs)
+            x0, y_top, y_bottom = left.value, top.value, bottom.value
+            # The loose box spans the font's ascent to descent, scaled as drawn:
+            # GetFontSize is the size before the text matrix (often 1 in journal PDFs).
+            pdfium_c.FPDFText_GetLooseCharBox(handle, first, ctypes.byref(loose))
+            size = loose.top - loose.bottom
+            pdfium_c.FPDFText_GetCharBox(handle, last, *refs)
+            line = text[first:last + 1].replace(_HYPHEN_MARK, "-")
+            lines.append(Line(line, x0, height - max(y_top, top.value), max(right.value, x0),
+                              height - min(y_bottom, bottom.value), float(size)))
+        start = stop
+        while start < length and text[start] in "\r\n":
+            start += 1
+    return lines
+
+
+READER = PdfiumReader()
