@@ -232,7 +232,8 @@ def _passages(prompt: str | None) -> list[str]:
 
     if not prompt:
         return []
-    return re.findall(r'<chunk n="\d+"[^>]*>\n(.*?)\n</chunk>', prompt, re.S)
+    # The header is one line; its heading path may hold ">" ("Results > Binding").
+    return re.findall(r'<chunk n="\d+"[^\n]*\n(.*?)\n</chunk>', prompt, re.S)
 
 
 async def _ask(graph: Any, q: Question, kb: str, context: Any) -> tuple[dict[str, Any], float]:
@@ -264,7 +265,7 @@ async def recall(args: argparse.Namespace) -> None:
     recorder = _Recorder(stop_at_answer=True)
     recorder.install()
     graph = build_graph(checkpointer=InMemorySaver())
-    context = Context(show_thinking=False)
+    context = Context(show_thinking=False, max_context_tokens=args.window)
     n = len(questions)
     with_key = sum(q.key_passage is not None for q in questions)
     paper = key_recalled = key_prompt = paper_prompt = 0
@@ -277,7 +278,8 @@ async def recall(args: argparse.Namespace) -> None:
         counts.append(len(prompt_passages))
         sources = _source_ids(q, ids)
         paper += bool(sources & {c["doc_id"] for c in recalled})
-        key_recalled += holds_key(q.key_passage, [c["text"] for c in recalled]) is not None
+        recalled_rank = holds_key(q.key_passage, [c["text"] for c in recalled])
+        key_recalled += recalled_rank is not None
         in_prompt = holds_key(q.key_passage, prompt_passages) is not None
         key_prompt += in_prompt
         titles = [c["title"] for c in recalled]
@@ -286,8 +288,8 @@ async def recall(args: argparse.Namespace) -> None:
                             for c in recalled)
         tokens.append(sum(count_tokens(t) for _, t in recorder.prompts))
         if args.verbose:
-            print(f"q{q.n}: {len(recalled)} recalled, {len(prompt_passages)} in prompt, key in "
-                  f"prompt {in_prompt}; steps {steps}"
+            print(f"q{q.n}: {len(recalled)} recalled, {len(prompt_passages)} in prompt; key "
+                  f"recalled at {recalled_rank}, in prompt {in_prompt}; steps {steps}"
                   f"; first titles {titles[:2]}", file=sys.stderr)
     await close_all()
     env.close()
@@ -410,8 +412,9 @@ def main(argv: list[str] | None = None) -> None:
         p.add_argument("-v", "--verbose", action="store_true")
     sub.choices["ingest"].add_argument("--scripted-embeddings", action="store_true")
     sub.choices["recall"].add_argument("--scripted", action="store_true")
-    sub.choices["answer"].add_argument("--window", type=int, default=16_000,
-                                       help="max_context_tokens (the local model has 16k)")
+    for name in ("recall", "answer"):
+        sub.choices[name].add_argument("--window", type=int, default=16_384,
+                                       help="max_context_tokens (the local model's: 16k)")
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["extract"]:
         import litqa_extract  # written with the PDF work (issue 20); imported only here
