@@ -269,7 +269,7 @@ async def recall(args: argparse.Namespace) -> None:
     n = len(questions)
     with_key = sum(q.key_passage is not None for q in questions)
     paper = key_recalled = key_prompt = paper_prompt = 0
-    counts, tokens = [], []
+    counts, tokens, places = [], [], []
     for q in questions:
         recorder.prompts.clear()
         state, _ = await _ask(graph, q, args.kb, context)
@@ -280,8 +280,11 @@ async def recall(args: argparse.Namespace) -> None:
         paper += bool(sources & {c["doc_id"] for c in recalled})
         recalled_rank = holds_key(q.key_passage, [c["text"] for c in recalled])
         key_recalled += recalled_rank is not None
-        in_prompt = holds_key(q.key_passage, prompt_passages) is not None
+        place = holds_key(q.key_passage, prompt_passages)
+        in_prompt = place is not None
         key_prompt += in_prompt
+        if place:
+            places.append(place)
         titles = [c["title"] for c in recalled]
         steps = [s["queries"][0][:60] for s in state.get("plan") or []]
         paper_prompt += any(sources & {c["doc_id"]} and c["text"] in prompt_passages
@@ -303,6 +306,8 @@ async def recall(args: argparse.Namespace) -> None:
             key_prompt >= 0.9 * with_key),
         Row("passages in the answer prompt p50 / max",
             f"{median(counts):.0f} / {max(counts)}" if counts else "-"),
+        Row("the key passage's place among them p50 / max (sorted)",
+            f"{median(places):.0f} / {max(places)} ({sorted(places)})" if places else "-"),
         Row("prompt tokens a question p50 (planner + answer)",
             f"{median(tokens):,.0f}" if tokens else "-"),
     ])
@@ -326,7 +331,10 @@ async def answer(args: argparse.Namespace) -> None:
     recorder = _Recorder(stop_at_answer=False)
     recorder.install()
     graph = build_graph(checkpointer=InMemorySaver())
-    context = Context(show_thinking=False, max_context_tokens=args.window)
+    # A local model on a busy 2-core machine reads ~50-100 prompt tokens a second: the
+    # default first-token wait (120 s per 4,096 prompt tokens) times out under load.
+    context = Context(show_thinking=False, max_context_tokens=args.window,
+                      llm_timeout_seconds=args.llm_timeout)
     correct = insufficient = wrong = unparsed = no_sources = 0
     paper_sources = paper_correct = key_prompt = 0
     calls, prompt_tok, completion_tok, seconds, llm_seconds = [], [], [], [], []
@@ -412,6 +420,7 @@ def main(argv: list[str] | None = None) -> None:
         p.add_argument("-v", "--verbose", action="store_true")
     sub.choices["ingest"].add_argument("--scripted-embeddings", action="store_true")
     sub.choices["recall"].add_argument("--scripted", action="store_true")
+    sub.choices["answer"].add_argument("--llm-timeout", type=float, default=600.0)
     for name in ("recall", "answer"):
         sub.choices[name].add_argument("--window", type=int, default=16_384,
                                        help="max_context_tokens (the local model's: 16k)")

@@ -35,9 +35,17 @@ from scholarflow.nodes.citations import (
 )
 from scholarflow.nodes.common import format_document, history_messages, question_turn
 from scholarflow.nodes.errors import reported_failure
-from scholarflow.nodes.evidence import SUPPORT_FLOOR, is_reference_chunk, select_evidence, support
+from scholarflow.nodes.evidence import (
+    DEFAULT_RULE,
+    LIBRARY_RULE,
+    SUPPORT_FLOOR,
+    is_reference_chunk,
+    select_evidence,
+    support,
+)
 from scholarflow.nodes.options import Options, insufficient_option, split_options
 from scholarflow.nodes.packing import pack_groups
+from scholarflow.nodes.recall import MAX_LISTED_DOCUMENTS
 from scholarflow.nodes.reports import wrap_report
 from scholarflow.prompts import (
     CITED_MATERIAL_PROMPT,
@@ -172,8 +180,10 @@ class _Answerer:
         self.require_room(room, "the recalled passages")
         # The documents a step was aimed at each keep their best passage (evidence.py).
         aimed = {s["doc_id"] for s in state.get("plan") or [] if s["doc_id"]}
-        kept: list[RecalledChunkState] = await select_evidence(recalled, room, aimed=aimed,
-                                                               question=self.query)
+        library = len(state.get("documents") or []) > MAX_LISTED_DOCUMENTS
+        kept: list[RecalledChunkState] = await select_evidence(
+            recalled, room, aimed=aimed, question=self.query,
+            rule=LIBRARY_RULE if library else DEFAULT_RULE)
         asked = split_options(self.query)
         held = support(asked.stem, kept)
         if intent == Intent.LITERATURE_QA and held < SUPPORT_FLOOR:

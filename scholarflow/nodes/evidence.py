@@ -76,9 +76,16 @@ class EvidenceRule:
     # The common score with the embedder's cosine, else lexical only: the cosine
     # means embedding every candidate (~0.4 s each locally, cold), too slow here.
     dense: bool = False
+    # At most this many passages, the best first (0: no bound but the room).
+    max_kept: int = 0
 
 
 DEFAULT_RULE = EvidenceRule()
+# A question over a library: recall searched the library and its best candidate papers
+# (nodes/recall.py), and every step's passages pass the floors above. On the LitQA2 dev
+# split the key passage was at most the 11th of those reaching the prompt (32 of 34 in
+# the first 8); twelve keep it and bound the prompt (and a local model's reading time).
+LIBRARY_RULE = EvidenceRule(max_kept=12)
 
 
 def is_reference_chunk(chunk: RecalledChunkState) -> bool:
@@ -250,7 +257,8 @@ async def select_evidence(
     common = None
     if question and candidates and uses_common(rule):
         common = await common_scores(question, candidates, embedder=rule.dense)
-    return pack(relevant(recalled, candidates, aimed, rule, common), room)
+    chosen = relevant(recalled, candidates, aimed, rule, common)
+    return pack(chosen[:rule.max_kept] if rule.max_kept else chosen, room)
 
 
 # --- support: does any passage speak to the question at all? ------------------------

@@ -131,9 +131,9 @@ LITERATURE_QA_PROMPT = prompt(
 
 Answer directly first (the number, name or fact), then the supporting passage or \
 section it comes from, naming the document by its title. When the question lists \
-options, begin with the letter and text of the one option a passage supports; when \
-no passage supports any, pick the option saying the information is insufficient, if \
-there is one.""" + _RULES,
+options, begin with the letter and text of the one option a passage supports, then \
+say why in a sentence or two; when no passage supports any, pick the option saying \
+the information is insufficient, if there is one.""" + _RULES,
     "documents",
     "language",
 )
