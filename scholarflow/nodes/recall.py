@@ -77,6 +77,10 @@ MAX_LISTED_DOCUMENTS = 10
 # searched inside them: the library-wide search finds the paper (first hit for 38 of
 # 38 LitQA2 dev questions), a search within it ranks its passages against each other.
 AIMED_CANDIDATES = 2
+# The planner's reply: MAX_SUB_QUESTIONS questions and their translations fit in ~400
+# tokens. Unbounded (the answer's reserve, 2,048), a local 1.5B model rambled for 19
+# minutes at 2 tokens a second on a busy machine before the LitQA2 answer could start.
+PLANNER_MAX_TOKENS = 512
 _JSON_OBJECT = re.compile(r"\{.*\}", re.S)
 # Failures that come out the same however often a step is tried.
 PERMANENT_ERRORS = (InputError, ConfigurationError, NotSupportedError, FatalLLMError)
@@ -131,7 +135,8 @@ async def sub_question_generation(state: State, runtime: Runtime[Context]) -> di
     usage = []
     try:
         result = await llm.complete(ctx, [("system", system), ("user", query)],
-                                    node="sub_question_generation")
+                                    node="sub_question_generation",
+                                    max_tokens=PLANNER_MAX_TOKENS)
         usage.append(result.usage)
         questions = parse_sub_questions(result.text, documents)
     except LLMError as exc:
