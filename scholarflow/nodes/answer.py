@@ -35,8 +35,17 @@ from scholarflow.nodes.citations import (
 )
 from scholarflow.nodes.common import format_document, history_messages, question_turn
 from scholarflow.nodes.errors import reported_failure
-from scholarflow.nodes.evidence import is_reference_chunk, select_evidence
+from scholarflow.nodes.evidence import (
+    DEFAULT_RULE,
+    LIBRARY_RULE,
+    SUPPORT_FLOOR,
+    is_reference_chunk,
+    select_evidence,
+    support,
+)
+from scholarflow.nodes.options import Options, insufficient_option, split_options
 from scholarflow.nodes.packing import pack_groups
+from scholarflow.nodes.recall import MAX_LISTED_DOCUMENTS
 from scholarflow.nodes.reports import wrap_report
 from scholarflow.prompts import (
     CITED_MATERIAL_PROMPT,
@@ -49,6 +58,8 @@ from scholarflow.prompts import (
     REVIEW_GENERATION_PROMPT,
     REVIEW_GENERATION_SYNTHESIS_PROMPT,
     SINGLE_DOC_SUMMARY_PROMPT,
+    UNSUPPORTED_ANSWER_EN,
+    UNSUPPORTED_ANSWER_ZH,
     PromptTemplate,
 )
 from scholarflow.state import LLMUsage, RecalledChunkState, ReportTask, Source, State
@@ -169,8 +180,14 @@ class _Answerer:
         self.require_room(room, "the recalled passages")
         # The documents a step was aimed at each keep their best passage (evidence.py).
         aimed = {s["doc_id"] for s in state.get("plan") or [] if s["doc_id"]}
-        kept: list[RecalledChunkState] = await select_evidence(recalled, room, aimed=aimed,
-                                                               question=self.query)
+        library = len(state.get("documents") or []) > MAX_LISTED_DOCUMENTS
+        kept: list[RecalledChunkState] = await select_evidence(
+            recalled, room, aimed=aimed, question=self.query,
+            rule=LIBRARY_RULE if library else DEFAULT_RULE)
+        asked = split_options(self.query)
+        held = support(asked.stem, kept)
+        if intent == Intent.LITERATURE_QA and held < SUPPORT_FLOOR:
+            return self.unsupported(asked, held), []
         self.thinking.say(f"Answering from the {len(kept)} most relevant of {len(numbered)} "
                           "passages.")
         # Cites uncited claims too (attribution.py), by the index scorer alone: as good as
@@ -181,6 +198,21 @@ class _Answerer:
         material = CITED_MATERIAL_PROMPT.format(chunks=format_chunks(kept))
         answer = await self.stream_answer(self.fill(template, material), citations)
         return answer, sources_for(citations.cited, kept)
+
+    def unsupported(self, asked: Options, held: float) -> str:
+        """The answer when no passage speaks to a precise question: it says so, naming the
+        question's own "insufficient information" option when it lists one; no model call,
+        so no guess (evidence.py SUPPORT_FLOOR)."""
+        self.thinking.say(f"No passage holds enough of the question's words (at most "
+                          f"{held:.0%}): the documents do not answer it.")
+        if self.first_attempt:
+            self.thinking.end()
+        chinese = self.language != "English"
+        text = (UNSUPPORTED_ANSWER_ZH if chinese else UNSUPPORTED_ANSWER_EN).format()
+        if option := insufficient_option(asked):
+            text = f"{option[0]}) {option[1]}\n\n{text}"
+        emit("answer_chunk", content=text)
+        return text
 
     async def full_content(self, state: State, intent: Intent) -> str:
         template = DIRECT_PROMPTS[intent]

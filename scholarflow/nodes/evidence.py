@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from scholarflow.nodes.attribution_score import PassageScorer
 from scholarflow.nodes.citations import format_chunks, number_chunks
 from scholarflow.retrieval.embeddings import Embedder
+from scholarflow.retrieval.index.tokenize import query_terms, tokenize
 from scholarflow.state import RecalledChunkState
 from scholarflow.tokens import count_tokens
 from scholarflow.tokens import truncate_to_tokens as truncate
@@ -75,9 +76,16 @@ class EvidenceRule:
     # The common score with the embedder's cosine, else lexical only: the cosine
     # means embedding every candidate (~0.4 s each locally, cold), too slow here.
     dense: bool = False
+    # At most this many passages, the best first (0: no bound but the room).
+    max_kept: int = 0
 
 
 DEFAULT_RULE = EvidenceRule()
+# A question over a library: recall searched the library and its best candidate papers
+# (nodes/recall.py), and every step's passages pass the floors above. On the LitQA2 dev
+# split the key passage was at most the 11th of those reaching the prompt (32 of 34 in
+# the first 8); twelve keep it and bound the prompt (and a local model's reading time).
+LIBRARY_RULE = EvidenceRule(max_kept=12)
 
 
 def is_reference_chunk(chunk: RecalledChunkState) -> bool:
@@ -249,4 +257,49 @@ async def select_evidence(
     common = None
     if question and candidates and uses_common(rule):
         common = await common_scores(question, candidates, embedder=rule.dense)
-    return pack(relevant(recalled, candidates, aimed, rule, common), room)
+    chosen = relevant(recalled, candidates, aimed, rule, common)
+    return pack(chosen[:rule.max_kept] if rule.max_kept else chosen, room)
+
+
+# --- support: does any passage speak to the question at all? ------------------------
+
+# Under this, no passage holds enough of the question's words to answer it, and a
+# precise question gets "the documents do not say" instead of the model's guess
+# (nodes/answer.py). Chosen with `bench/litqa.py support` on the LitQA2 dev split
+# (41 questions, 15 passages of one search): with the source paper in the library the
+# support was 0.50 at least (p50 0.71); with it left out, under 0.45 for 26 of 41
+# (p50 0.43, max 0.67). Kept under every answerable one: a refusal costs less than a guess
+# only when the passage is really missing.
+SUPPORT_FLOOR = 0.45
+
+
+# Words of a question that no passage needs to share (the index drops fewer: BM25's idf
+# already makes them cheap there).
+_FUNCTION_WORDS = frozenset({
+    "did", "does", "done", "doing", "them", "they", "their", "there", "these", "those", "this",
+    "that", "than", "then", "between", "many", "much", "more", "most", "into", "onto", "about",
+    "after", "before", "during", "what", "which", "when", "where", "whom", "whose", "why",
+    "how", "can", "could", "would", "should", "will", "may", "might", "has", "have", "had",
+    "been", "being", "its", "were", "also", "such", "with", "from", "other", "some", "any",
+    "all", "each", "both", "following", "based", "according", "given", "using", "used",
+    "among", "within", "without", "your", "you", "our",
+})
+
+
+def support(question: str, passages: Sequence[RecalledChunkState]) -> float:
+    """The largest share of the question's content words that one passage holds, in [0, 1].
+
+    Words of three characters or more, or with a digit ("Nav1.6", "3e-4"), as
+    BM25 sees them (plural-stemmed, lowercased); 1.0 for a question without such
+    words, which gives nothing to check.
+    """
+    terms = {t for t in query_terms(question)
+             if (len(t) > 2 or any(c.isdigit() for c in t)) and t not in _FUNCTION_WORDS}
+    if not terms:
+        return 1.0
+    best = 0
+    for passage in passages:
+        best = max(best, len(terms.intersection(tokenize(passage["text"]))))
+        if best == len(terms):
+            break
+    return best / len(terms)

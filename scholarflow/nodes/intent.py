@@ -23,6 +23,7 @@ from scholarflow.llm.budget import cap_tokens, prompt_budget
 from scholarflow.nodes.common import history_text
 from scholarflow.nodes.intent_parse import parse_intent_reply
 from scholarflow.nodes.intent_rules import classify_by_rules
+from scholarflow.nodes.options import split_options
 from scholarflow.prompts import INTENT_RECOGNITION_PROMPT
 from scholarflow.state import DecidedBy, DocumentInfo, LLMUsage, State, Strategy
 from scholarflow.tokens import count_message_tokens, count_tokens
@@ -55,6 +56,9 @@ async def recognise_intent(
     """mode_type wins; else unambiguous rules; else the LLM; else the rules' best guess."""
     if mode_type:
         return IntentDecision(Intent.parse(mode_type), 1.0, "override", "mode_type given")
+    if documents and split_options(query).options:
+        # A multiple-choice question about documents asks for one precise answer.
+        return IntentDecision(Intent.LITERATURE_QA, 0.9, "rules", "a question with options")
     verdict = classify_by_rules(query, has_documents=bool(documents))
     if verdict.unambiguous:
         return IntentDecision(verdict.intent, verdict.confidence, "rules", verdict.reason)

@@ -1,9 +1,14 @@
 """The chunk_recall branch: sub_question_generation -> plan_generation -> execution.
 
 Sub-questions are retrieval-oriented and may aim at one document; each
-becomes one recall step. With several documents, every document no
-sub-question aims at gets the question itself aimed at it, so none is
-crowded out by another's chunks (docs/architecture.md#intents-and-strategies).
+becomes one recall step. Searches use the question's stem: options listed
+in it are answer candidates, not search terms (nodes/options.py). With a
+few documents, every document no sub-question aims at gets the question
+itself aimed at it, so none is crowded out by another's chunks
+(docs/architecture.md#intents-and-strategies). With more (a library), the
+planner is shown what a first search found instead of titles
+(nodes/candidates.py), and recall searches the stem over the library and
+inside each of the best candidate papers, besides the sub-questions.
 The execution subgraph runs consecutive recall steps in parallel (one Send
 each) and stops after total_steps x 2 rounds even if a step keeps failing.
 A step that failed for a reason another try cannot change (bad input, a
@@ -17,6 +22,7 @@ import json
 import logging
 import operator
 import re
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal, NotRequired
 
 from langgraph.errors import NodeError
@@ -38,9 +44,11 @@ from scholarflow.events import Thinking, node_complete
 from scholarflow.language import is_chinese
 from scholarflow.llm import calls as llm
 from scholarflow.llm.budget import cap_tokens, prompt_budget
+from scholarflow.nodes.candidates import candidate_documents, candidate_listing, first_search
 from scholarflow.nodes.common import history_text
 from scholarflow.nodes.errors import user_message
 from scholarflow.nodes.intent import SUMMARY_INTENTS, TITLE_TOKENS
+from scholarflow.nodes.options import Options, insufficient_option, split_options
 from scholarflow.nodes.recall_scope import DIRECT_KB, prepare_recall, recall_scope, retriever_for
 from scholarflow.prompts import (
     KEY_CHUNK_QUERIES,
@@ -61,10 +69,18 @@ from scholarflow.tokens import count_message_tokens, count_tokens
 
 logger = logging.getLogger(__name__)
 MAX_SUB_QUESTIONS = 6
-# The planner is shown this many documents, and each gets a step of its own up to this
-# many: a step is a search and a query embedding, so a question over a larger whole
-# knowledge base searches it all at once instead.
-MAX_LISTED_DOCUMENTS = 50
+# Up to this many documents the planner is shown their titles and each gets a step of
+# its own (a step is a search and a query embedding); over more, a library, it is shown
+# what a first search found (nodes/candidates.py).
+MAX_LISTED_DOCUMENTS = 10
+# Over a library, the best candidate papers of the first search each get the stem
+# searched inside them: the library-wide search finds the paper (first hit for 38 of
+# 38 LitQA2 dev questions), a search within it ranks its passages against each other.
+AIMED_CANDIDATES = 2
+# The planner's reply: MAX_SUB_QUESTIONS questions and their translations fit in ~400
+# tokens. Unbounded (the answer's reserve, 2,048), a local 1.5B model rambled for 19
+# minutes at 2 tokens a second on a busy machine before the LitQA2 answer could start.
+PLANNER_MAX_TOKENS = 512
 _JSON_OBJECT = re.compile(r"\{.*\}", re.S)
 # Failures that come out the same however often a step is tried.
 PERMANENT_ERRORS = (InputError, ConfigurationError, NotSupportedError, FatalLLMError)
@@ -105,12 +121,22 @@ async def sub_question_generation(state: State, runtime: Runtime[Context]) -> di
     await prepare_recall(state)
     documents = state.get("documents") or []
     query = state["question"]
+    asked = split_options(query)
+    stem = asked.stem
     thinking = Thinking(ctx.show_thinking, "sub_question_generation")
-    system = _planner_system(ctx, state, documents)
+    candidates: list[str] = []
+    listing = None
+    if len(documents) > MAX_LISTED_DOCUMENTS:  # a library: search first, then plan
+        hits = await first_search(state, stem, ctx)
+        candidates = candidate_documents(hits)
+        listing = candidate_listing(hits, stem)
+        thinking.say(f"A first search found {len(candidates)} candidate document(s).")
+    system = _planner_system(ctx, state, documents, listing)
     usage = []
     try:
         result = await llm.complete(ctx, [("system", system), ("user", query)],
-                                    node="sub_question_generation")
+                                    node="sub_question_generation",
+                                    max_tokens=PLANNER_MAX_TOKENS)
         usage.append(result.usage)
         questions = parse_sub_questions(result.text, documents)
     except LLMError as exc:
@@ -119,17 +145,21 @@ async def sub_question_generation(state: State, runtime: Runtime[Context]) -> di
     if questions:
         thinking.say("Sub-questions: " + "; ".join(q["question"] for q in questions))
     planned_by = "llm" if questions else "fallback"
-    questions, note = recall_questions(questions, query, documents, state.get("detected_intent"))
+    questions, note = recall_questions(questions, stem, documents, state.get("detected_intent"),
+                                       candidates=candidates, options=asked)
     if note:
         thinking.say(note)
     node_complete("sub_question_generation", count=len(questions), planned_by=planned_by)
     return {"sub_questions": questions, "usage": usage}
 
 
-def _planner_system(ctx: Context, state: State, documents: list[DocumentInfo]) -> str:
-    """The planner's prompt within the prompt budget: titles, then history, cut to fit."""
-    listing = "\n".join(f"- id {d['doc_id']}: {cap_tokens(d['title'], TITLE_TOKENS)}"
-                        for d in documents[:MAX_LISTED_DOCUMENTS])
+def _planner_system(ctx: Context, state: State, documents: list[DocumentInfo],
+                    listing: str | None = None) -> str:
+    """The planner's prompt within the prompt budget: the documents (their titles, or
+    `listing`, the candidates a first search found), then history, cut to fit."""
+    if listing is None:
+        listing = "\n".join(f"- id {d['doc_id']}: {cap_tokens(d['title'], TITLE_TOKENS)}"
+                            for d in documents[:MAX_LISTED_DOCUMENTS])
     empty = SUB_QUESTION_GENERATION_PROMPT.format(
         max_questions=str(MAX_SUB_QUESTIONS), document_list="", history="")
     room = prompt_budget(ctx) - count_message_tokens([empty, state["question"]])
@@ -159,6 +189,7 @@ def _feedback_section(state: State, room: int) -> str:
 
 def recall_questions(
     planned: list[SubQuestion], query: str, documents: list[DocumentInfo], intent: str | None,
+    *, candidates: Sequence[str] = (), options: Options | None = None,
 ) -> tuple[list[SubQuestion], str | None]:
     """What recall searches: the planner's sub-questions, then what they leave out,
     with a note of what was added for the thinking stream (None when nothing was).
@@ -168,8 +199,25 @@ def recall_questions(
     crowd out the others'). One document and nothing planned: a summary
     searches the probes `key_chunks_text` uses for a paper's key parts (its
     question, "summarize this paper", finds little); anything else searches
-    the question itself.
+    the question itself. A library (more than MAX_LISTED_DOCUMENTS): the question
+    over all of it, and inside each of its AIMED_CANDIDATES best `candidates` (a first
+    search's documents, best first) with its `options` too: inside one paper they
+    cannot drown the question, and the passage naming the right one is the answer's
+    (on the LitQA2 dev split, inside the source paper, the key passage is in the top
+    10 for 29 of 38 questions this way, 25 by the stem alone); then what was planned.
     """
+    if len(documents) > MAX_LISTED_DOCUMENTS:
+        known = {d["doc_id"] for d in documents}
+        skip = insufficient_option(options) if options else None  # no candidate answer
+        listed = [o for o in (options.options if options else ()) if not skip or o != skip[1]]
+        inside = " ".join([query, *listed])
+        own = [SubQuestion(question=query, translation=None, doc_id=None)] + [
+            SubQuestion(question=inside, translation=None, doc_id=d)
+            for d in candidates[:AIMED_CANDIDATES] if d in known]
+        seen = {(q["question"].casefold(), q["doc_id"]) for q in own}
+        extra = [q for q in planned if (q["question"].casefold(), q["doc_id"]) not in seen]
+        return [*own, *extra], ("Searching with the question itself, over everything and "
+                                f"inside the {len(own) - 1} best candidate document(s).")
     if 1 < len(documents) <= MAX_LISTED_DOCUMENTS:
         aimed = {q["doc_id"] for q in planned}
         added = [SubQuestion(question=query, translation=None, doc_id=d["doc_id"])

@@ -12,6 +12,8 @@ from scholarflow.prompts.answer import (
     REVIEW_GENERATION_PROMPT,
     REVIEW_GENERATION_SYNTHESIS_PROMPT,
     SINGLE_DOC_SUMMARY_PROMPT,
+    UNSUPPORTED_ANSWER_EN,
+    UNSUPPORTED_ANSWER_ZH,
 )
 from scholarflow.prompts.base import PromptTemplate
 from scholarflow.prompts.chat import (
@@ -57,6 +59,8 @@ __all__ = [
     "SIMPLE_INTERACTION_PROMPT",
     "SINGLE_DOC_SUMMARY_PROMPT",
     "SUB_QUESTION_GENERATION_PROMPT",
+    "UNSUPPORTED_ANSWER_EN",
+    "UNSUPPORTED_ANSWER_ZH",
     "WEB_RESULTS_PROMPT",
     "WEB_RESULTS_UNCITED_NOTE",
     "WEB_RESULT_ITEM",

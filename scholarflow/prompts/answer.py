@@ -130,7 +130,18 @@ LITERATURE_QA_PROMPT = prompt(
 {documents}
 
 Answer directly first (the number, name or fact), then the supporting passage or \
-section it comes from, naming the document by its title.""" + _RULES,
+section it comes from, naming the document by its title. When the question lists \
+options, begin with the letter and text of the one option a passage supports, then \
+say why in a sentence or two; when no passage supports any, pick the option saying \
+the information is insufficient, if there is one.""" + _RULES,
     "documents",
     "language",
 )
+
+# A precise question no recalled passage speaks to (nodes/evidence.py `support`): said
+# without asking the model, which would guess.
+UNSUPPORTED_ANSWER_EN = prompt(
+    "UNSUPPORTED_ANSWER_EN",
+    "Insufficient information: no passage of the documents answers this question.")
+UNSUPPORTED_ANSWER_ZH = prompt(
+    "UNSUPPORTED_ANSWER_ZH", "信息不足：文档中没有能回答这个问题的段落。")

@@ -1,0 +1,163 @@
+"""A LitQA2-like library: a precise multiple-choice question over many small papers.
+
+The key passage of the source paper must reach the answer prompt, found by
+the stem of the question (its options are answer candidates, not search
+terms), with the planner shown what a first search found rather than a
+catalogue of titles. A question no passage speaks to is answered
+"insufficient" (nodes/evidence.py `support` under SUPPORT_FLOOR), naming the
+question's own option for it, with no model call to guess and no sources.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scholarflow import Context
+from scholarflow.ingest.documents import document_from_text
+from scholarflow.ingest.pipeline import add_document
+from scholarflow.nodes.evidence import support
+from scholarflow.nodes.options import insufficient_option, split_options
+from scholarflow.nodes.recall import MAX_LISTED_DOCUMENTS
+from scholarflow.retrieval.kb_registry import open_knowledge_base
+from tests.conftest import run_graph
+from tests.support import FakeOpenAIServer
+
+KEY_PASSAGE = ("A large oligosaccharide density was observed in the cryo-EM map of Nav1.6, "
+               "attaching to Asn326. Clear branches were resolved in this glycan density, "
+               "allowing us to trace nine monosaccharides unambiguously.")
+SOURCE = f"""# Cryo-EM structure of the human sodium channel Nav1.6
+
+## Introduction
+
+Voltage-gated sodium channels initiate action potentials in neurons. Nav1.6 is the
+main isoform at the axon initial segment, and its mutations cause epilepsy.
+
+## Methods
+
+The channel was expressed in HEK293 cells, purified in detergent and imaged on a
+Titan Krios microscope. Particles were classified in cryoSPARC; the map reached 3.1 A.
+
+## Results
+
+The pore domain adopts the inactivated state seen in other isoforms, and the
+voltage sensors are all in the up position. {KEY_PASSAGE} Two more glycosylation
+sites carry short densities that fit two sugars each. The selectivity filter
+holds the DEKA motif, with a sodium ion resolved near Lys1422.
+"""
+# Distractors: other papers of the same library, sharing some words with the question.
+TOPICS = [
+    ("potassium channel gating in cardiac myocytes", "Kv7.1 channels open slowly"),
+    ("calcium imaging of cortical neurons", "GCaMP signals track spikes in layer 2/3"),
+    ("protein glycosylation in yeast", "N-linked glycans are trimmed in the ER"),
+    ("cryo-EM of ribosome assembly", "the map shows the 60S subunit in three states"),
+    ("DNA methylation of introns and exons", "methylation is similar in introns and exons"),
+    ("antibiotic resistance of Acinetobacter", "strains evolved resistance to colistin"),
+    ("CRISPR screens in T cells", "knockout of PTPN2 enhanced T cell killing"),
+    ("zebrafish fin regeneration", "blastema cells proliferate within two days"),
+    ("plant root microbiome", "Bacillus strains colonise the root surface"),
+    ("insulin secretion in beta cells", "glucose raises ATP and closes KATP channels"),
+    ("sleep and memory in mice", "slow waves coordinate hippocampal replay"),
+]
+OPTIONS = ["Trp324", "Leu288", "Asn326", "Phe302",
+           "Insufficient information to answer this question"]
+
+
+def litqa_question(stem: str) -> str:
+    lines = [f"{letter}) {text}" for letter, text in zip("ABCDE", OPTIONS, strict=True)]
+    return f"{stem}\n\nOptions:\n" + "\n".join(lines) + "\n\nAnswer with the letter."
+
+
+async def _library() -> None:
+    kb = await open_knowledge_base("lib", create=True)
+    papers = {"nav16": SOURCE}
+    for i, (topic, finding) in enumerate(TOPICS):
+        papers[f"paper{i}"] = (
+            f"# A study of {topic}\n\n## Results\n\nWe report that {finding}. "
+            f"The density of the signal was observed in every sample of {topic}.\n\n"
+            f"## Discussion\n\nThese results on {topic} agree with earlier work.\n")
+    assert len(papers) > MAX_LISTED_DOCUMENTS  # a library: the planner searches first
+    for doc_id, text in papers.items():
+        await add_document(kb, document_from_text(text, doc_id=doc_id))
+
+
+def _prompts(server: FakeOpenAIServer) -> list[str]:
+    return [r["messages"][0]["content"] for r in server.stats().requests]
+
+
+def _answer_prompts(server: FakeOpenAIServer) -> list[str]:
+    return [p for p in _prompts(server) if "precise question" in p]
+
+
+async def test_the_key_passage_reaches_the_answer_prompt(fake_llm: FakeOpenAIServer) -> None:
+    await _library()
+    # The model picks an option and cites nothing (as small models do): the answer's
+    # sources still name the passage that supports it (nodes/attribution.py).
+    fake_llm.configure(rules=[{"match": "precise question", "role": "system", "reply":
+                               "C) Asn326. The oligosaccharide density in the cryo-EM map "
+                               "of Nav1.6 attaches to Asn326."}])
+    stem = ("At which amino acid position is a large oligosaccharide density observed in "
+            "the cryo-EM map of Nav1.6?")
+    out, _ = await run_graph({"query": litqa_question(stem), "kb": "lib"}, Context())
+    assert out["error"] is None
+    # A question with options is a precise question: the rules say so, no LLM call.
+    assert (out["detected_intent"], out["intent_decided_by"]) == ("LITERATURE_QA", "rules")
+    assert len(fake_llm.stats().requests) == 2  # the planner and the answer
+    # Recall searched the library by the stem alone, and its best paper by the stem and
+    # the candidate answers (not "Insufficient information ...").
+    plan = out["plan"]
+    assert [s["queries"][0] for s in plan[:2]] == [stem, f"{stem} {' '.join(OPTIONS[:4])}"]
+    assert [s["doc_id"] for s in plan[:2]] == [None, "nav16"]
+    assert not any("Leu288" in q for s in plan if s["doc_id"] is None for q in s["queries"])
+    # The planner saw the candidates the first search found, the source paper first.
+    planner = next(p for p in _prompts(fake_llm) if "sub_questions" in p)
+    assert planner.index("Cryo-EM structure of the human sodium channel") < min(
+        planner.index(t) if t in planner else len(planner) for t, _ in TOPICS)
+    assert "Asn326" in planner  # the best sentence of the best passage is shown
+    (answer_prompt,) = _answer_prompts(fake_llm)
+    assert KEY_PASSAGE.split(",")[0] in " ".join(answer_prompt.split())
+    assert out["answer"].startswith("C) Asn326")
+    assert {s["doc_id"] for s in out["sources"]} == {"nav16"}
+
+
+async def test_a_question_no_passage_speaks_to_is_insufficient_without_a_guess(
+    fake_llm: FakeOpenAIServer,
+) -> None:
+    await _library()
+    stem = ("Which residue anchors the glycan of the chloride transporter KCC2 in "
+            "hippocampal interneurons after status epilepticus?")
+    out, _ = await run_graph({"query": litqa_question(stem), "kb": "lib",
+                              "mode_type": "LITERATURE_QA"}, Context())
+    assert out["error"] is None
+    assert out["recalled"]  # recall found passages; none of them answers the question
+    assert out["answer"].startswith("E) Insufficient information to answer this question")
+    assert out["sources"] == []
+    assert _answer_prompts(fake_llm) == []  # the model was not asked to guess
+
+
+def test_support_is_the_best_share_of_the_question_words_one_passage_holds() -> None:
+    def passage(text: str) -> Any:
+        return {"text": text}
+
+    question = "Which antibiotic did Acinetobacter lwoffii evolve resistance to?"
+    # antibiotic, acinetobacter, lwoffii, evolve, resistance: 5 words of 3+ characters
+    assert support(question, [passage("Acinetobacter lwoffii evolved resistance to colistin "
+                                      "and no other antibiotic")]) == 0.8  # not "evolve"
+    assert support(question, [passage("Acinetobacter grows"),
+                              passage("resistance to antibiotic")]) == 0.4  # one passage's
+    assert support(question, []) == 0.0
+    assert support("Is it?", [passage("anything")]) == 1.0  # no word to check
+
+
+def test_options_are_split_from_the_stem() -> None:
+    asked = split_options(litqa_question("Where is the density?"))
+    assert asked.stem == "Where is the density?"
+    assert asked.options == tuple(OPTIONS)
+    assert insufficient_option(asked) == ("E", OPTIONS[4])
+    inline = split_options("Which one? (A) alpha helix (B) beta sheet (C) not enough data")
+    assert (inline.stem, inline.options) == ("Which one?", ("alpha helix", "beta sheet",
+                                                            "not enough data"))
+    assert insufficient_option(inline) == ("C", "not enough data")
+    # A numbered list is part of the question unless headed as options.
+    listed = "Compare these:\n1. sparse attention\n2. linear attention"
+    assert split_options(listed).stem == listed
+    assert split_options("What is attention?").options == ()
