@@ -37,6 +37,7 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
+from scholarflow.language import is_chinese
 from scholarflow.nodes.attribution_score import PassageScorer
 from scholarflow.nodes.citations import format_chunks, number_chunks
 from scholarflow.retrieval.embeddings import Embedder
@@ -291,14 +292,20 @@ def support(question: str, passages: Sequence[RecalledChunkState]) -> float:
 
     Words of three characters or more, or with a digit ("Nav1.6", "3e-4"), as
     BM25 sees them (plural-stemmed, lowercased); 1.0 for a question without such
-    words, which gives nothing to check.
+    words, or without a passage in its language, which give nothing to check.
     """
     terms = {t for t in query_terms(question)
              if (len(t) > 2 or any(c.isdigit() for c in t)) and t not in _FUNCTION_WORDS}
     if not terms:
         return 1.0
+    # Words are compared only within one language: a Chinese question shares no word
+    # with an English passage that answers it (cross-language recall found it by meaning).
+    chinese = is_chinese(question)
+    same = [p for p in passages if is_chinese(p["text"]) == chinese]
+    if passages and not same:
+        return 1.0
     best = 0
-    for passage in passages:
+    for passage in same:
         best = max(best, len(terms.intersection(tokenize(passage["text"]))))
         if best == len(terms):
             break

@@ -148,6 +148,16 @@ def test_support_is_the_best_share_of_the_question_words_one_passage_holds() -> 
     assert support("Is it?", [passage("anything")]) == 1.0  # no word to check
 
 
+def test_support_does_not_judge_a_question_against_passages_in_another_language() -> None:
+    # An English question shares no word with the Chinese passage that answers it
+    # (cross-language recall found it by meaning): the model decides, not a word count.
+    question = "Which antibiotic did Acinetobacter lwoffii evolve resistance to?"
+    chinese = {"text": "鲁氏不动杆菌对多黏菌素产生了耐药性。"}
+    assert support(question, [chinese]) == 1.0
+    english = {"text": "Acinetobacter grows"}
+    assert support(question, [chinese, english]) == 0.2
+
+
 def test_options_are_split_from_the_stem() -> None:
     asked = split_options(litqa_question("Where is the density?"))
     assert asked.stem == "Where is the density?"
