@@ -6,7 +6,8 @@ from __future__ import annotations
 from langchain_core.messages import AnyMessage
 
 from scholarflow.language import is_chinese
-from scholarflow.prompts import ANSWER_IN_CHINESE, ANSWER_IN_ENGLISH
+from scholarflow.nodes.options import split_options
+from scholarflow.prompts import ANSWER_IN_CHINESE, ANSWER_IN_ENGLISH, OPTIONS_REMINDER
 from scholarflow.sessions.conversation import as_session_messages
 from scholarflow.sessions.history import Stage, history_for, to_chat_messages
 from scholarflow.state import State
@@ -74,5 +75,7 @@ def question_turn(question: str) -> str:
 
     Only the prompt carries the reminder; the thread keeps the question as asked.
     """
-    reminder = ANSWER_IN_CHINESE if is_chinese(question) else ANSWER_IN_ENGLISH
-    return f"{question}\n\n{reminder.format()}"
+    reminder = (ANSWER_IN_CHINESE if is_chinese(question) else ANSWER_IN_ENGLISH).format()
+    if split_options(question).options:
+        reminder = f"{OPTIONS_REMINDER.format()}\n{reminder}"
+    return f"{question}\n\n{reminder}"

@@ -7,6 +7,13 @@ from scholarflow.prompts.base import prompt
 # Qwen2.5-1.5B: a Chinese critique of an English paper answered in English).
 ANSWER_IN_CHINESE = prompt("ANSWER_IN_CHINESE", "（请用简体中文回答。）")
 ANSWER_IN_ENGLISH = prompt("ANSWER_IN_ENGLISH", "(Answer in English.)")
+# After a question that lists options (nodes/options.py), and only then: it costs every
+# other prompt nothing, which a small window needs.
+OPTIONS_REMINDER = prompt(
+    "OPTIONS_REMINDER",
+    "(Begin with the letter and text of the one option a passage supports, then say why in "
+    "a sentence or two; when no passage supports any, pick the option saying the "
+    "information is insufficient, if there is one.)")
 
 _RULES = """
 Ground every statement in the material above; when it does not say, say so plainly \
@@ -130,10 +137,7 @@ LITERATURE_QA_PROMPT = prompt(
 {documents}
 
 Answer directly first (the number, name or fact), then the supporting passage or \
-section it comes from, naming the document by its title. When the question lists \
-options, begin with the letter and text of the one option a passage supports, then \
-say why in a sentence or two; when no passage supports any, pick the option saying \
-the information is insufficient, if there is one.""" + _RULES,
+section it comes from, naming the document by its title.""" + _RULES,
     "documents",
     "language",
 )

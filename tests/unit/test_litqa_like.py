@@ -171,3 +171,12 @@ def test_options_are_split_from_the_stem() -> None:
     listed = "Compare these:\n1. sparse attention\n2. linear attention"
     assert split_options(listed).stem == listed
     assert split_options("What is attention?").options == ()
+
+
+def test_only_a_question_with_options_gets_the_options_reminder() -> None:
+    from scholarflow.nodes.common import question_turn
+    from scholarflow.prompts import OPTIONS_REMINDER
+
+    reminder = OPTIONS_REMINDER.format()
+    assert reminder in question_turn("Which dose?\nA) 1 mg\nB) 2 mg\nC) Insufficient information")
+    assert reminder not in question_turn("Which dose did they use?")

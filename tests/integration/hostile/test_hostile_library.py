@@ -87,9 +87,12 @@ def test_ingest_killed_at_random_moments_finishes_on_rerun(
             while (line := proc.stdout.readline()) and '"status": "added"' not in line:
                 pass
             time.sleep(rng.uniform(0.0, 0.3))
-        os.kill(proc.pid, signal.SIGKILL)
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
         proc.communicate(timeout=TIMEOUT)
-        assert proc.returncode == -signal.SIGKILL
+        # A quick machine may finish a round before its kill comes (round 0 waits up to
+        # 8 s): such a run must have succeeded; every other round was really killed.
+        assert proc.returncode in (-signal.SIGKILL, 0)
         stored_counts.append(len(_whole_documents(db)) if db.exists() else 0)
     assert stored_counts == sorted(stored_counts)  # nothing stored was lost by a kill
     before = _whole_documents(db) if db.exists() else {}
