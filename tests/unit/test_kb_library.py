@@ -224,3 +224,22 @@ async def test_a_removal_marks_rows_dead_instead_of_rebuilding(home: Path) -> No
     assert fresh._snapshot is not None and not fresh._snapshot.dead.any()
     assert fresh._snapshot.size == 16
     await fresh.close()
+
+
+def test_a_snapshot_file_lacking_an_array_is_rebuilt_not_a_crash(tmp_path: Path) -> None:
+    # Seen on a library whose snapshot an earlier build of this format wrote without "dead".
+    import json
+
+    import numpy as np
+
+    from scholarflow.retrieval.index.snapshot import Snapshot
+    from scholarflow.retrieval.index.snapshot_file import CACHE_FORMAT
+
+    path = tmp_path / "snapshot.npz"
+    header = {"format": CACHE_FORMAT, "embedder": "e", "dim": 2, "docs": []}
+    np.savez(path, header=np.frombuffer(json.dumps(header).encode(), np.uint8),
+             vocab=np.zeros(0, np.uint8), rowids=np.zeros(0, np.int64),
+             lengths=np.zeros(0, np.float32), vectors=np.zeros((0, 2), np.float32),
+             refs=np.zeros(0, bool), indptr=np.zeros(1, np.int64),
+             docs=np.zeros(0, np.int32), tf=np.zeros(0, np.float32))  # no "dead"
+    assert Snapshot.load(path, embedder="e", dim=2) is None

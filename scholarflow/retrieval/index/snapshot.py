@@ -38,6 +38,8 @@ from scholarflow.retrieval.index.hybrid import hybrid_scores, lexical_scores
 FloatArray = npt.NDArray[np.float32]
 # Free rows kept behind the vectors (a share of the rows), so appends rarely copy the matrix.
 SPARE_ROWS = 0.125
+# What a snapshot file must hold besides its header (`save`); one without them is rebuilt.
+_ARRAYS = ("vocab", "rowids", "lengths", "vectors", "refs", "dead", "indptr", "docs", "tf")
 # Rebuilt when more than this share of the rows belongs to removed documents.
 DEAD_SHARE = 0.125
 
@@ -240,7 +242,8 @@ class Snapshot:
     def load(cls, path: Path, *, embedder: str, dim: int) -> Snapshot | None:
         """The saved snapshot, or None when missing, unreadable or for other vectors."""
         z = snapshot_file.read(path, embedder=embedder, dim=dim, spare=SPARE_ROWS)
-        if z is None:
+        # A file written by another version of this format may lack an array: rebuilt then.
+        if z is None or any(key not in z for key in _ARRAYS):
             return None
         raw_vocab = z["vocab"].tobytes().decode()
         vocab = {t: i for i, t in enumerate(raw_vocab.split("\n"))} if raw_vocab else {}
