@@ -49,7 +49,8 @@ REMOTE_TIMEOUT_SECONDS = 60.0
 
 
 # Told how many passages each finished batch embedded, when set (ingest's progress
-# bar): embedding is most of an ingest's time, ~5-7 chunks/s with the local model.
+# bar): embedding is most of an ingest's time, ~4.4 chunks/s with the local model
+# on two busy cores (bench/library_scale.py).
 embedding_progress: ContextVar[Callable[[int], None] | None] = ContextVar(
     "embedding_progress", default=None)
 
