@@ -142,11 +142,20 @@ _LETTER_FORMS = (
 
 
 def chosen_option(answer: str, q: Question) -> str | None:
-    """The option the answer picked: a letter it names, else an option's text; None when
-    it names none. The first line counts most: a model that answers "C) ..." and then
+    """The option the answer picked: the one option its first line names in words, else a
+    letter it names, else an option's text; None when it names none. The first line
+    counts most: a model that answers "C) ..." and then
     discusses the others picked C."""
     text = answer.strip()
     first = text.splitlines()[0] if text else ""
+    # "[B] Asn326" where B is another option: the model's letter slipped, its words did
+    # not; the one option the first line names in words is the pick (counted as such
+    # in the -v log, where the answer is printed).
+    named = [o for o in q.options
+             if re.search(rf"(?<!\w){re.escape(o.lower())}(?!\w)", first.lower())]
+    named = [o for o in named if not any(o != p and o.lower() in p.lower() for p in named)]
+    if len(named) == 1:
+        return named[0]
     for line in (first, text):
         for form in _LETTER_FORMS:
             for match in form.finditer(line):

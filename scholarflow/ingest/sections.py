@@ -39,6 +39,8 @@ _CITED_YEAR = re.compile(r"\((?:19|20)\d\d[a-z]?\)|\b(?:19|20)\d\d[a-z]?[;.,):]"
 _CITED_NAME = re.compile(
     r"\b[A-Z][A-Za-z'’-]+,?\s(?:[A-Z]\.\s?){1,3}|\b[A-Z][a-z'’-]+\s[A-Z]{1,3}(?=[,.])"
     r"|\bet al\.")
+# A numbered entry's start: "58. Lackman, J. J.," or "12 Smith JA," (Nature's, Vancouver).
+_NUMBERED_ENTRY = re.compile(r"(?:^|\s)\[?\d{1,3}[.\]]?\s[A-Z][A-Za-z'’-]+,?\s[A-Z]{1,3}\b")
 _ATX = re.compile(r" {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 # "3 Method", "3.2 Training", "IV. Results", "二、方法": numbered headings of PDFs and text.
@@ -187,7 +189,8 @@ def is_reference_list(path: Path, text: str) -> bool:
 
     The density test catches lists whose heading was lost or that run on under
     "Acknowledgments": a year every 30 words and an author ("Smith, J.", "Smith
-    JA", "et al.") every eight is a list of works, not prose citing them.
+    JA", "et al.") every eight, or a numbered entry ("58. Smith, J.") every 60
+    with a year every 45, is a list of works, not prose citing them.
     """
     if any(title.lower().rstrip(":： ") in _REFERENCE_HEADINGS for level, title in path
            if level != CAPTION_LEVEL):
@@ -197,4 +200,7 @@ def is_reference_list(path: Path, text: str) -> bool:
         return False
     years = len(_CITED_YEAR.findall(text))
     names = len(_CITED_NAME.findall(text))
-    return years * 30 >= words and names * 8 >= words
+    if years * 30 >= words and names * 8 >= words:
+        return True
+    # Long titles (Nature's style) dilute years and names: numbered entries tell it then.
+    return years * 45 >= words and len(_NUMBERED_ENTRY.findall(text)) * 60 >= words

@@ -271,3 +271,27 @@ def test_the_reader_is_chosen_by_setting() -> None:
         _ = Settings({"SCHOLARFLOW_PDF_READER": "acrobat"}).pdf_reader
     with pytest.raises(ConfigurationError, match="unknown PDF reader 'acrobat'"):
         get_reader("acrobat")
+
+
+def test_a_numbered_reference_list_under_another_heading_is_still_references() -> None:
+    # Nature's style, run on under "Competing interests" in a two-column layout (LitQA2's
+    # s41467-022-30570-7): long titles leave too few names a word for the name test.
+    from scholarflow.ingest.sections import is_reference_list
+
+    entries = (
+        "64. Platt, F. M. et al. Disorders of cholesterol metabolism and their unanticipated "
+        "convergent mechanisms of disease. Annu Rev. Genomics Hum. Genet. 15, 173–194 (2014). "
+        "65. Cook, R. P. Distribution of Sterols in Organisms and in Tissues. In Cholesterol: "
+        "Chemistry, Biochemistry, and Pathology 145–180 (Academic Press, 1958). "
+        "66. Ehrenworth, A. M., Claiborne, T. & Peralta-Yahya, P. Medium-throughput screen of "
+        "microbially produced serotonin via a G-protein-coupled receptor-based sensor. "
+        "Biochemistry 56, 5471–5475 (2017). 67. Weston, C., Poyner, D., Patel, V., Dowell, S. "
+        "& Ladds, G. Investigating G protein signalling bias at the glucagon-like peptide 1 "
+        "receptor in yeast. Br. J. Pharmacol. 171, 3651–3665 (2014)."
+    )
+    assert is_reference_list(((1, "Competing interests"),), entries)
+    prose = ("We measured receptor activity in 2014. Sterol levels (Cook, 1958) rose "
+             "threefold, as expected from earlier screens of serotonin sensors in yeast, "
+             "and the glucagon-like peptide receptor signalled without bias in every strain "
+             "we made for this study of cholesterol metabolism and its disorders.")
+    assert not is_reference_list(((1, "Results"),), prose)
