@@ -21,6 +21,7 @@ from scholarflow.nodes.intent import TITLE_TOKENS
 from scholarflow.nodes.recall_scope import DIRECT_KB, recall_scope, retriever_for
 from scholarflow.retrieval.index.tokenize import query_terms
 from scholarflow.retrieval.kb import RecalledChunk, RecallParams, best_per_chunk
+from scholarflow.retrieval.references import asks_about_references
 from scholarflow.state import State
 
 # Papers the planner is shown, and the words of each one's best sentence.
@@ -37,7 +38,8 @@ async def first_search(state: State, query: str, ctx: Context) -> list[RecalledC
                                        state.get("document_texts") or {})
     params = RecallParams(top_n=ctx.top_n, similarity_threshold=ctx.similarity_threshold,
                           vector_similarity_weight=ctx.vector_similarity_weight,
-                          use_rerank=ctx.use_rerank)
+                          use_rerank=ctx.use_rerank,
+                          include_references=asks_about_references(query))
     hits: list[RecalledChunk] = []
     searches: list[tuple[str, list[str] | None]] = []
     if kb:
