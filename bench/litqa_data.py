@@ -141,6 +141,11 @@ _LETTER_FORMS = (
 )
 
 
+def _plain(text: str) -> str:
+    """Lowercased, with every dash a hyphen: "344–360" in an option is "344-360" typed."""
+    return re.sub(r"[\u2010-\u2015\u2212]", "-", text.lower())
+
+
 def chosen_option(answer: str, q: Question) -> str | None:
     """The option the answer picked: the one option its first line names in words, else a
     letter it names, else an option's text; None when it names none. The first line
@@ -152,7 +157,7 @@ def chosen_option(answer: str, q: Question) -> str | None:
     # not; the one option the first line names in words is the pick (counted as such
     # in the -v log, where the answer is printed).
     named = [o for o in q.options
-             if re.search(rf"(?<!\w){re.escape(o.lower())}(?!\w)", first.lower())]
+             if re.search(rf"(?<!\w){re.escape(_plain(o))}(?!\w)", _plain(first))]
     named = [o for o in named if not any(o != p and o.lower() in p.lower() for p in named)]
     if len(named) == 1:
         return named[0]
