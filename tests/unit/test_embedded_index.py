@@ -7,7 +7,6 @@ import os
 import signal
 import sqlite3
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -57,14 +56,6 @@ def make_doc(doc_id: str, *texts: str, title: str | None = None) -> tuple[
 
 async def add(kb: KnowledgeBase, doc_id: str, *texts: str) -> bool:
     return await kb.add(*make_doc(doc_id, *texts))
-
-
-@pytest.fixture
-async def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Path]:
-    monkeypatch.setenv("SCHOLARFLOW_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("SCHOLARFLOW_ES_URL", raising=False)
-    yield tmp_path / "home"
-    await close_all()
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ import random
 import signal
 import sys
 from collections import Counter
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import numpy as np
@@ -89,14 +88,6 @@ def got_for(index: Bm25Index, term: int) -> np.ndarray:
 
 
 # --- through the knowledge base ----------------------------------------------------
-
-
-@pytest.fixture
-async def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Path]:
-    monkeypatch.setenv("SCHOLARFLOW_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("SCHOLARFLOW_ES_URL", raising=False)
-    yield tmp_path / "home"
-    await close_all()
 
 
 def _document(doc_id: str, texts: list[str]) -> tuple[StoredDocument, str, list[Chunk]]:

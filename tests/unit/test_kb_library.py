@@ -4,7 +4,7 @@ the migration of older files, and listing knowledge bases."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from contextlib import closing
 from datetime import datetime
 from pathlib import Path
@@ -58,14 +58,6 @@ def paper(doc_id: str, texts: Sequence[tuple[str, str]], **fields: object) -> tu
     document = StoredDocument(doc_id, f"Paper {doc_id}", f"/papers/{doc_id}.pdf", f"h-{doc_id}",
                               len(text.split()), len(chunks), **fields)  # type: ignore[arg-type]
     return document, text, chunks
-
-
-@pytest.fixture
-async def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Path]:
-    monkeypatch.setenv("SCHOLARFLOW_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("SCHOLARFLOW_ES_URL", raising=False)
-    yield tmp_path / "home"
-    await close_all()
 
 
 async def test_reference_lists_are_not_embedded_and_not_recalled_unless_asked(home: Path) -> None:
