@@ -112,15 +112,14 @@ async def ingest(args: argparse.Namespace) -> int:
 
 
 async def search(args: argparse.Namespace) -> int:
+    from scholarflow.nodes.recall_scope import recall_params
     from scholarflow.retrieval.index.tokenize import has_words
     from scholarflow.retrieval.kb import (
         DocumentNotFoundError,
         RecalledChunk,
-        RecallParams,
         best_per_chunk,
     )
     from scholarflow.retrieval.kb_registry import close_all, open_knowledge_base
-    from scholarflow.retrieval.references import asks_about_references
 
     query = args.query.strip()
     if not has_words(query):  # checked before opening anything: nothing to look up
@@ -128,11 +127,7 @@ async def search(args: argparse.Namespace) -> int:
                          "e.g. 'sparse attention memory'")
     timeout = getattr(args, "llm_timeout", None)
     ctx = Context(**({"llm_timeout_seconds": timeout} if timeout else {}))
-    params = RecallParams(top_n=args.top_n or ctx.top_n,
-                          similarity_threshold=ctx.similarity_threshold,
-                          vector_similarity_weight=ctx.vector_similarity_weight,
-                          use_rerank=ctx.use_rerank,
-                          include_references=asks_about_references(query))
+    params = recall_params(ctx, [query], top_n=args.top_n)
     kb = await open_knowledge_base(args.kb)
     try:
         doc_ids = list(dict.fromkeys(args.doc)) or None

@@ -18,10 +18,9 @@ import re
 from scholarflow.context import Context
 from scholarflow.llm.budget import cap_tokens
 from scholarflow.nodes.intent import TITLE_TOKENS
-from scholarflow.nodes.recall_scope import DIRECT_KB, recall_scope, retriever_for
+from scholarflow.nodes.recall_scope import DIRECT_KB, recall_params, recall_scope, retriever_for
 from scholarflow.retrieval.index.tokenize import query_terms
-from scholarflow.retrieval.kb import RecalledChunk, RecallParams, best_per_chunk
-from scholarflow.retrieval.references import asks_about_references
+from scholarflow.retrieval.kb import RecalledChunk, best_per_chunk
 from scholarflow.state import State
 
 # Papers the planner is shown, and the words of each one's best sentence.
@@ -36,10 +35,7 @@ async def first_search(state: State, query: str, ctx: Context) -> list[RecalledC
                                        state.get("selected_doc_ids") or [],
                                        state.get("documents") or [],
                                        state.get("document_texts") or {})
-    params = RecallParams(top_n=ctx.top_n, similarity_threshold=ctx.similarity_threshold,
-                          vector_similarity_weight=ctx.vector_similarity_weight,
-                          use_rerank=ctx.use_rerank,
-                          include_references=asks_about_references(query))
+    params = recall_params(ctx, [query])
     hits: list[RecalledChunk] = []
     searches: list[tuple[str, list[str] | None]] = []
     if kb:

@@ -49,14 +49,19 @@ from scholarflow.nodes.common import history_text
 from scholarflow.nodes.errors import user_message
 from scholarflow.nodes.intent import SUMMARY_INTENTS, TITLE_TOKENS
 from scholarflow.nodes.options import Options, insufficient_option, split_options
-from scholarflow.nodes.recall_scope import DIRECT_KB, prepare_recall, recall_scope, retriever_for
+from scholarflow.nodes.recall_scope import (
+    DIRECT_KB,
+    prepare_recall,
+    recall_params,
+    recall_scope,
+    retriever_for,
+)
 from scholarflow.prompts import (
     KEY_CHUNK_QUERIES,
     PLAN_FEEDBACK_PROMPT,
     SUB_QUESTION_GENERATION_PROMPT,
 )
-from scholarflow.retrieval.kb import RecalledChunk, RecallParams, best_per_chunk
-from scholarflow.retrieval.references import asks_about_references
+from scholarflow.retrieval.kb import RecalledChunk, best_per_chunk
 from scholarflow.state import (
     DocumentInfo,
     RecalledChunkState,
@@ -319,10 +324,7 @@ def dispatch_steps(state: ExecutionState) -> list[Send] | str:
 async def recall_step(task: RecallStepTask, runtime: Runtime[Context]) -> dict[str, Any]:
     ctx = get_context(runtime)
     step = task["step"]
-    params = RecallParams(top_n=ctx.top_n, similarity_threshold=ctx.similarity_threshold,
-                          vector_similarity_weight=ctx.vector_similarity_weight,
-                          use_rerank=ctx.use_rerank,
-                          include_references=any(map(asks_about_references, step["queries"])))
+    params = recall_params(ctx, step["queries"])
     hits: list[RecalledChunk] = []
     for kb, doc_ids in _searches(task):
         retriever = await retriever_for(kb, step["doc_id"], ctx)

@@ -20,7 +20,8 @@ from pathlib import Path
 from scholarflow.context import Context
 from scholarflow.ingest.documents import document_from_text
 from scholarflow.retrieval.index import DEFAULT_KB as DEFAULT_KB  # re-exported: nodes/request.py
-from scholarflow.retrieval.kb import KnowledgeBase, Retriever
+from scholarflow.retrieval.kb import KnowledgeBase, RecallParams, Retriever
+from scholarflow.retrieval.references import asks_about_references
 from scholarflow.settings import Settings, get_settings
 from scholarflow.state import DocumentInfo, State
 
@@ -125,6 +126,15 @@ def recall_scope(
     if kb:
         return kb, stored, direct
     return (DEFAULT_KB if stored else None), stored, direct
+
+
+def recall_params(ctx: Context, queries: Sequence[str], *,
+                  top_n: int | None = None) -> RecallParams:
+    """The run's recall settings for `queries`: reference lists only when one asks for them."""
+    return RecallParams(top_n=top_n or ctx.top_n, similarity_threshold=ctx.similarity_threshold,
+                        vector_similarity_weight=ctx.vector_similarity_weight,
+                        use_rerank=ctx.use_rerank,
+                        include_references=any(map(asks_about_references, queries)))
 
 
 async def retriever_for(kb: str, doc_id: str | None, ctx: Context) -> Retriever:
