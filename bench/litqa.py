@@ -155,9 +155,10 @@ async def search(args: argparse.Namespace) -> None:
     ids = await _doc_ids(args.kb)
     kb = await open_knowledge_base(args.kb)
     ctx = Context()
+    weight = ctx.vector_similarity_weight if args.weight is None else args.weight
     params = RecallParams(top_n=10, similarity_threshold=ctx.similarity_threshold,
-                          vector_similarity_weight=ctx.vector_similarity_weight,
-                          use_rerank=ctx.use_rerank)
+                          vector_similarity_weight=weight,
+                          use_rerank=ctx.use_rerank or args.rerank)
     first = top5 = top10 = k5 = k10 = with_key = 0
     seconds = []
     for q in questions:
@@ -179,7 +180,8 @@ async def search(args: argparse.Namespace) -> None:
     await close_all()
     env.close()
     n = len(questions)
-    print_table(f"LitQA2 part a: one search per question, no LLM ({env.embeddings})", [
+    print_table(f"LitQA2 part a: one search per question, no LLM ({env.embeddings}; "
+                f"vector_similarity_weight {weight}, rerank {params.use_rerank})", [
         Row("questions (with a key passage)", f"{n} ({with_key})"),
         Row("source paper first hit", _share(first, n), f"before: {BEFORE['paper_first']}"),
         Row("source paper in top 5 / 10", f"{_share(top5, n)} / {_share(top10, n)}"),
@@ -338,7 +340,12 @@ def main(argv: list[str] | None = None) -> None:
         p.add_argument("-v", "--verbose", action="store_true")
     sub.choices["ingest"].add_argument("--scripted-embeddings", action="store_true")
     sub.choices["recall"].add_argument("--scripted", action="store_true")
+    sub.choices["search"].add_argument("--weight", type=float,
+                                       help="vector_similarity_weight (default: Context's)")
+    sub.choices["search"].add_argument("--rerank", action="store_true", help="use_rerank")
     sub.choices["answer"].add_argument("--llm-timeout", type=float, default=600.0)
+    sub.choices["answer"].add_argument("--dump", help="append each answer and its prompt "
+                                       "to this JSON-lines file")
     for name in ("recall", "answer"):
         sub.choices[name].add_argument("--window", type=int, default=16_384,
                                        help="max_context_tokens (the local model's: 16k)")

@@ -6,8 +6,10 @@ A sibling module of bench/litqa.py (split to keep modules under 400 lines).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
+from pathlib import Path
 from statistics import median
 
 from litqa import _ask, _doc_ids, _Env, _passages, _Recorder, _share, _source_ids
@@ -75,6 +77,12 @@ async def answer(args: argparse.Namespace) -> None:
             wrong += 1
             unparsed += picked is None
             verdict = "wrong" if picked else "wrong (no option named)"
+        if args.dump:  # for reading what the model was shown and what it wrote
+            record = json.dumps({"n": q.n, "verdict": verdict, "ideal": q.ideal,
+                                 "answer": text, "prompt": recorder.answer_prompt()},
+                                ensure_ascii=False)
+            with Path(args.dump).open("a", encoding="utf-8") as out:  # noqa: ASYNC230
+                out.write(record + "\n")
         print(f"q{q.n}: {verdict}; picked {picked!r}, ideal {q.ideal!r}; sources "
               f"{len(sources)} (right paper {right_paper}); {len(usage)} calls, "
               f"{prompt_tok[-1]} prompt tok; {took:.0f} s; answer {text[:200]!r}",

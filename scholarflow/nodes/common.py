@@ -7,7 +7,12 @@ from langchain_core.messages import AnyMessage
 
 from scholarflow.language import is_chinese
 from scholarflow.nodes.options import split_options
-from scholarflow.prompts import ANSWER_IN_CHINESE, ANSWER_IN_ENGLISH, OPTIONS_REMINDER
+from scholarflow.prompts import (
+    ANSWER_IN_CHINESE,
+    ANSWER_IN_ENGLISH,
+    OPTION_EVIDENCE,
+    OPTIONS_REMINDER,
+)
 from scholarflow.sessions.conversation import as_session_messages
 from scholarflow.sessions.history import Stage, history_for, to_chat_messages
 from scholarflow.state import State
@@ -70,12 +75,15 @@ def _attr(value: str) -> str:
     return value.replace('"', "'").replace("\n", " ")
 
 
-def question_turn(question: str) -> str:
-    """The question as the answer prompt's last user turn: with a reminder of its language.
+def question_turn(question: str, option_evidence: str = "") -> str:
+    """The question as the answer prompt's last user turn: with a reminder of its language,
+    and for a question listing options, where the passages name each (`option_evidence`).
 
-    Only the prompt carries the reminder; the thread keeps the question as asked.
+    Only the prompt carries these; the thread keeps the question as asked.
     """
     reminder = (ANSWER_IN_CHINESE if is_chinese(question) else ANSWER_IN_ENGLISH).format()
     if split_options(question).options:
         reminder = f"{OPTIONS_REMINDER.format()}\n{reminder}"
+        if option_evidence:
+            reminder = f"{OPTION_EVIDENCE.format(options=option_evidence)}\n\n{reminder}"
     return f"{question}\n\n{reminder}"

@@ -11,9 +11,14 @@ ANSWER_IN_ENGLISH = prompt("ANSWER_IN_ENGLISH", "(Answer in English.)")
 # other prompt nothing, which a small window needs.
 OPTIONS_REMINDER = prompt(
     "OPTIONS_REMINDER",
-    "(Begin with the letter and text of the one option a passage supports, then say why in "
-    "a sentence or two; when no passage supports any, pick the option saying the "
-    "information is insufficient, if there is one.)")
+    "(Reply in this form, with the letter and text of the one option the passages "
+    "support, as listed:\nX) option text\nWhy, in one or two sentences citing the "
+    "passage as [n].\nWhen no passage supports any option, reply with the option saying "
+    "the information is insufficient, if there is one.)")
+# Between the question and the reminder: each option with the sentence that names it
+# (nodes/option_evidence.py), so a small model compares options instead of guessing.
+OPTION_EVIDENCE = prompt(
+    "OPTION_EVIDENCE", "Where the passages name each option:\n{options}", "options")
 
 _RULES = """
 Ground every statement in the material above; when it does not say, say so plainly \

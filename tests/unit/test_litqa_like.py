@@ -117,6 +117,12 @@ async def test_the_key_passage_reaches_the_answer_prompt(fake_llm: FakeOpenAISer
     assert KEY_PASSAGE.split(",")[0] in " ".join(answer_prompt.split())
     assert out["answer"].startswith("C) Asn326")
     assert {s["doc_id"] for s in out["sources"]} == {"nav16"}
+    # The question's turn lists where the passages name each option (option_evidence.py).
+    turn = next(r["messages"][-1]["content"] for r in fake_llm.stats().requests
+                if "precise question" in r["messages"][0]["content"])
+    assert "Where the passages name each option:" in turn
+    assert "- C) Asn326: passage [" in turn and "attaching to Asn326." in turn
+    assert "- A) Trp324: not found word for word in the passages" in turn
 
 
 async def test_a_question_no_passage_speaks_to_is_insufficient_without_a_guess(
@@ -180,3 +186,32 @@ def test_only_a_question_with_options_gets_the_options_reminder() -> None:
     reminder = OPTIONS_REMINDER.format()
     assert reminder in question_turn("Which dose?\nA) 1 mg\nB) 2 mg\nC) Insufficient information")
     assert reminder not in question_turn("Which dose did they use?")
+
+
+def test_option_evidence_quotes_the_sentence_naming_each_option() -> None:
+    from scholarflow.nodes.option_evidence import format_option_evidence, option_evidence
+
+    asked = split_options("Which residues bind DNA-PK?\nA) residues 320-343\n"
+                          "B) residues 344–360\nC) Insufficient information")
+    passages: list[Any] = [
+        {"text": "Residues 320 and 343 were mutated (Fig. 2). No effect was seen."},
+        {"text": "Binding to DNA-PK was lost in the mutant (Fig. 6C). A deletion of amino "
+                 "acids 344-360 reduced binding to DNA-PK (Fig. 6C), as predicted."},
+    ]
+    found = option_evidence(asked, passages)
+    assert [(f.letter, f.passage) for f in found] == [("A", None), ("B", 2)]  # not C
+    # The sentence sharing most of the question's words, whole: "Fig." ends none.
+    assert found[1].sentence == ("A deletion of amino acids 344-360 reduced binding to "
+                                 "DNA-PK (Fig. 6C), as predicted.")
+    # One number is not enough ("4" of "4-fold" is in "Fig. 4"), nor is "No".
+    fold = split_options("How much more sensitive?\nA) 4-fold\nB) 5-fold\nC) No")
+    sentences: list[Any] = [{"text": "Mutants were about 5-fold more sensitive (Fig. 4). No "
+                                     "growth was seen."}]
+    assert [f.passage for f in option_evidence(fold, sentences)] == [None, 1, None]
+    listing = format_option_evidence(found)
+    assert listing.splitlines()[0] == (
+        "- A) residues 320-343: not found word for word in the passages")
+    # Options the passages paraphrase are named by none: no list at all.
+    paraphrased = split_options("How do they differ?\nA) Introns have more methylation\n"
+                                "B) There are no significant differences")
+    assert format_option_evidence(option_evidence(paraphrased, passages)) == ""

@@ -1,0 +1,139 @@
+"""Where the passages mention each option of a multiple-choice question.
+
+A small model shown twelve passages and five options picks the option its
+training favours (Qwen2.5-1.5B wrote "B" in 11 of 12 LitQA2 answers, whatever
+the shuffle put there). What it can do is compare: so the answer prompt gets,
+after the passages, each option with the one sentence of the passages that
+names it and shares most words with the question, or "no passage names it".
+The options keep the question's order; nothing here picks one.
+
+An option is named by a sentence when its words appear there in order
+(dashes, "×" and case normalised), or, for an option with two numbers or more,
+its numbers do ("residues 344–360" by "amino acids 344-360"). "Yes", "No" and
+the like are named by none. Paraphrased options
+("There are no significant differences") are named by none: when no option is
+named, the prompt gets no list.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from scholarflow.llm.budget import cap_tokens
+from scholarflow.nodes.options import Options, insufficient_option
+from scholarflow.prompts import OPTION_EVIDENCE
+from scholarflow.retrieval.index.tokenize import query_terms
+from scholarflow.state import RecalledChunkState
+from scholarflow.tokens import count_tokens
+
+__all__ = ["OptionEvidence", "format_option_evidence", "option_evidence", "reserve_tokens"]
+
+SENTENCE_TOKENS = 70  # a quoted sentence's bound: long captions would crowd the prompt
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[\"“])|(?<=[。！？])")
+# A period that ends no sentence: "(Fig. 2C)", "et al. 2020", "e.g. 5".
+_ABBREVIATION = re.compile(
+    r"(?:\b(?:Figs?|Fig|Eqs?|Refs?|No|vs|ca|approx|al|e\.g|i\.e|cf|Suppl|Supp|Tab)\.)$", re.I)
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+# Options every passage "names": "No" in "No effect was seen" says nothing about "No".
+_UNNAMEABLE = [["yes"], ["no"], ["none"], ["both"], ["neither"], ["all"]]
+_RANGE_WORDS = frozenset({"to", "through"})
+_DASHES = str.maketrans({c: "-" for c in "\u2010\u2011\u2012\u2013\u2014\u2212"} | {"×": "x"})
+
+
+@dataclass(frozen=True, slots=True)
+class OptionEvidence:
+    letter: str
+    text: str
+    passage: int | None  # the 1-based number of the passage naming it; None when none does
+    sentence: str  # that passage's sentence naming it, "" when none does
+
+
+def _sentences(text: str) -> list[str]:
+    """`text`'s sentences, not cut after "Fig." or "et al."."""
+    merged: list[str] = []
+    for piece in _SENTENCE.split(" ".join(text.split())):
+        if merged and _ABBREVIATION.search(merged[-1]):
+            merged[-1] = f"{merged[-1]} {piece}"
+        elif piece:
+            merged.append(piece)
+    return merged
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.translate(_DASHES).lower())
+
+
+def _names(option: list[str], sentence: list[str]) -> bool:
+    """`sentence` names `option`: its words in order; for an option with numbers, its
+    numbers in order ("residues 344–360" is named by "amino acids 344-360")."""
+    if option in _UNNAMEABLE:
+        return False
+    if _contains(sentence, option):
+        return True
+    numbers = [w for w in option if _digit(w)]
+    if len(numbers) < 2:  # one number alone ("4" of "4-fold") is in every other sentence
+        return False
+    # "344 to 360" is the range "344-360"; "320 and 343" names two residues, not it.
+    joined = [w for i, w in enumerate(sentence)
+              if not (w in _RANGE_WORDS and 0 < i < len(sentence) - 1
+                      and _digit(sentence[i - 1]) and _digit(sentence[i + 1]))]
+    return _contains(joined, numbers)
+
+
+def _digit(word: str) -> bool:
+    return any(c.isdigit() for c in word)
+
+
+def _contains(words: list[str], part: list[str]) -> bool:
+    width = len(part)
+    return width > 0 and any(words[i:i + width] == part for i in range(len(words) - width + 1))
+
+
+def option_evidence(asked: Options, passages: Sequence[RecalledChunkState]
+                    ) -> list[OptionEvidence]:
+    """Each option but the "insufficient" one with the sentence that names it best."""
+    skip = insufficient_option(asked)
+    terms = {t for t in query_terms(asked.stem) if len(t) > 2}
+    split = [_sentences(p["text"]) for p in passages]
+    found: list[OptionEvidence] = []
+    for letter, text in zip(asked.letters, asked.options, strict=True):
+        if skip and letter == skip[0]:
+            continue
+        option = _words(text)
+        best: tuple[int, int, str] | None = None  # (shared terms, -passage, sentence)
+        for number, sentences in enumerate(split, 1):
+            for sentence in sentences:
+                if not _names(option, _words(sentence)):
+                    continue
+                shared = len(terms.intersection(query_terms(sentence)))
+                if best is None or shared > best[0]:
+                    best = (shared, number, sentence)
+        if best is None:
+            found.append(OptionEvidence(letter, text, None, ""))
+        else:
+            found.append(OptionEvidence(letter, text, best[1],
+                                        cap_tokens(best[2], SENTENCE_TOKENS)))
+    return found
+
+
+def reserve_tokens(asked: Options) -> int:
+    """The most the list can take in the prompt: room the passages leave it."""
+    if not asked.options:
+        return 0
+    header = count_tokens(OPTION_EVIDENCE.format(options=""))
+    return header + sum(count_tokens(text) + SENTENCE_TOKENS + 16 for text in asked.options)
+
+
+def format_option_evidence(found: Sequence[OptionEvidence]) -> str:
+    """The prompt's list: each option and where a passage names it; "" when none is named
+    (a list of "not found" would only say the options are paraphrased)."""
+    if not any(item.passage for item in found):
+        return ""
+    lines = []
+    for item in found:
+        where = (f'passage [{item.passage}]: "{item.sentence}"' if item.passage
+                 else "not found word for word in the passages")
+        lines.append(f"- {item.letter}) {item.text}: {where}")
+    return "\n".join(lines)
