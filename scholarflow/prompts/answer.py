@@ -11,10 +11,10 @@ ANSWER_IN_ENGLISH = prompt("ANSWER_IN_ENGLISH", "(Answer in English.)")
 # other prompt nothing, which a small window needs.
 OPTIONS_REMINDER = prompt(
     "OPTIONS_REMINDER",
-    "(Reply in this form, with the letter and text of the one option the passages "
-    "support, as listed:\nX) option text\nWhy, in one or two sentences citing the "
-    "passage as [n].\nWhen no passage supports any option, reply with the option saying "
-    "the information is insufficient, if there is one.)")
+    "(On the first line, write the letter and text of the one option the passages support, "
+    "as listed (\"X) ...\"); then explain in one or two sentences, citing the passage as "
+    "[n]. When no passage supports any option, choose the option saying the information "
+    "is insufficient, if there is one.)")
 # Between the question and the reminder: each option with the sentence that names it
 # (nodes/option_evidence.py), so a small model compares options instead of guessing.
 OPTION_EVIDENCE = prompt(
