@@ -3,9 +3,9 @@
 A small model shown twelve passages and five options picks the option its
 training favours (Qwen2.5-1.5B wrote "B" in 11 of 12 LitQA2 answers, whatever
 the shuffle put there). What it can do is compare: so the answer prompt gets,
-after the passages, each option with the one sentence of the passages that
-names it and shares most words with the question, or "no passage names it".
-The options keep the question's order; nothing here picks one.
+after the passages, each option a passage names, with the one sentence that
+names it and shares most words with the question. The options keep the
+question's order; nothing here picks one.
 
 An option is named by a sentence when its words appear there in order
 (dashes, "×" and case normalised), or, for an option with two numbers or more,
@@ -127,13 +127,8 @@ def reserve_tokens(asked: Options) -> int:
 
 
 def format_option_evidence(found: Sequence[OptionEvidence]) -> str:
-    """The prompt's list: each option and where a passage names it; "" when none is named
-    (a list of "not found" would only say the options are paraphrased)."""
-    if not any(item.passage for item in found):
-        return ""
-    lines = []
-    for item in found:
-        where = (f'passage [{item.passage}]: "{item.sentence}"' if item.passage
-                 else "not found word for word in the passages")
-        lines.append(f"- {item.letter}) {item.text}: {where}")
-    return "\n".join(lines)
+    """The prompt's list: the options a passage names, each with its sentence; "" when
+    none is named. Options named by none are left out: Qwen2.5-1.5B copied the list's
+    first line as its answer, "not found word for word" included."""
+    return "\n".join(f'- {item.letter}) {item.text}: passage [{item.passage}] says "'
+                     f'{item.sentence}"' for item in found if item.passage)

@@ -18,7 +18,7 @@ OPTIONS_REMINDER = prompt(
 # Between the question and the reminder: each option with the sentence that names it
 # (nodes/option_evidence.py), so a small model compares options instead of guessing.
 OPTION_EVIDENCE = prompt(
-    "OPTION_EVIDENCE", "Where the passages name each option:\n{options}", "options")
+    "OPTION_EVIDENCE", "Options the passages name:\n{options}", "options")
 
 _RULES = """
 Ground every statement in the material above; when it does not say, say so plainly \

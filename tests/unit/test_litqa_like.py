@@ -120,9 +120,9 @@ async def test_the_key_passage_reaches_the_answer_prompt(fake_llm: FakeOpenAISer
     # The question's turn lists where the passages name each option (option_evidence.py).
     turn = next(r["messages"][-1]["content"] for r in fake_llm.stats().requests
                 if "precise question" in r["messages"][0]["content"])
-    assert "Where the passages name each option:" in turn
+    assert "Options the passages name:" in turn
     assert "- C) Asn326: passage [" in turn and "attaching to Asn326." in turn
-    assert "- A) Trp324: not found word for word in the passages" in turn
+    assert "Trp324:" not in turn  # named by no passage: not listed
 
 
 async def test_a_question_no_passage_speaks_to_is_insufficient_without_a_guess(
@@ -208,9 +208,9 @@ def test_option_evidence_quotes_the_sentence_naming_each_option() -> None:
     sentences: list[Any] = [{"text": "Mutants were about 5-fold more sensitive (Fig. 4). No "
                                      "growth was seen."}]
     assert [f.passage for f in option_evidence(fold, sentences)] == [None, 1, None]
-    listing = format_option_evidence(found)
-    assert listing.splitlines()[0] == (
-        "- A) residues 320-343: not found word for word in the passages")
+    assert format_option_evidence(found) == (
+        '- B) residues 344–360: passage [2] says "A deletion of amino acids 344-360 '
+        'reduced binding to DNA-PK (Fig. 6C), as predicted."')
     # Options the passages paraphrase are named by none: no list at all.
     paraphrased = split_options("How do they differ?\nA) Introns have more methylation\n"
                                 "B) There are no significant differences")
