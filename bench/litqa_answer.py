@@ -106,7 +106,8 @@ async def answer(args: argparse.Namespace) -> None:
             f"{paper_sources}/{n} ({paper_correct}/{correct})",
             f">= 0.9 of correct; before {BEFORE['paper_in_sources']}",
             paper_correct >= 0.9 * correct if correct else None),
-        Row("key passage in the answer prompt", _share(key_prompt, n)),
+        Row("key passage in the answer prompt (of those with one)",
+            _share(key_prompt, sum(q.key_passage is not None for q in questions))),
         Row("LLM calls a question p50 / max", f"{median(calls):.0f} / {max(calls)}",
             f"<= 4 (PaperQA2 {PAPERQA2['llm_calls']})", max(calls) <= 4),
         Row("prompt tokens a question p50 / max", f"{median(prompt_tok):,.0f} / "
