@@ -10,9 +10,8 @@ question's order; nothing here picks one.
 An option is named by a sentence when its words appear there in order
 (dashes, "×" and case normalised), or, for an option with two numbers or more,
 its numbers do ("residues 344–360" by "amino acids 344-360"). "Yes", "No" and
-the like are named by none. Paraphrased options
-("There are no significant differences") are named by none: when no option is
-named, the prompt gets no list.
+the like, and paraphrased options ("There are no significant differences"),
+are named by none; when no option is named, the prompt gets no list.
 """
 
 from __future__ import annotations
@@ -102,7 +101,7 @@ def option_evidence(asked: Options, passages: Sequence[RecalledChunkState]
         if skip and letter == skip[0]:
             continue
         option = _words(text)
-        best: tuple[int, int, str] | None = None  # (shared terms, -passage, sentence)
+        best: tuple[int, int, str] | None = None  # (shared terms, passage, sentence)
         for number, sentences in enumerate(split, 1):
             for sentence in sentences:
                 if not _names(option, _words(sentence)):
