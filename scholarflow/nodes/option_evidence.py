@@ -95,7 +95,8 @@ def option_evidence(asked: Options, passages: Sequence[RecalledChunkState]
     """Each option but the "insufficient" one with the sentence that names it best."""
     skip = insufficient_option(asked)
     terms = {t for t in query_terms(asked.stem) if len(t) > 2}
-    split = [_sentences(p["text"]) for p in passages]
+    # Each sentence's words once, not once per option.
+    split = [[(s, _words(s)) for s in _sentences(p["text"])] for p in passages]
     found: list[OptionEvidence] = []
     for letter, text in zip(asked.letters, asked.options, strict=True):
         if skip and letter == skip[0]:
@@ -103,8 +104,8 @@ def option_evidence(asked: Options, passages: Sequence[RecalledChunkState]
         option = _words(text)
         best: tuple[int, int, str] | None = None  # (shared terms, passage, sentence)
         for number, sentences in enumerate(split, 1):
-            for sentence in sentences:
-                if not _names(option, _words(sentence)):
+            for sentence, words in sentences:
+                if not _names(option, words):
                     continue
                 shared = len(terms.intersection(query_terms(sentence)))
                 if best is None or shared > best[0]:
