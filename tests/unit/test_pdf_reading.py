@@ -86,9 +86,33 @@ def test_line_end_hyphens_join_words_and_keep_compounds() -> None:
 
 
 def test_a_word_hyphenated_across_pages_is_joined_on_its_first_page() -> None:
-    texts = page_texts([body(1, "The cells were incu-"), body(2, "bated overnight at 37 C.")])
-    assert texts[0] == "The cells were incubated"
-    assert texts[1] == "overnight at 37 C."
+    texts = page_texts([body(1, "The cells were incu-"),
+                        page(2, ("bated overnight at 37 C.", 72, 100),
+                             ("A new paragraph starts here.", 72, 140))])
+    assert texts[0] == "The cells were incubated overnight at 37 C."
+    assert texts[1] == "A new paragraph starts here."
+
+
+def test_a_sentence_cut_by_a_page_of_figures_is_finished_on_its_first_page() -> None:
+    # As in the RexA paper of LitQA2: "(Figure 5, lanes" | a figure page | "13–14), ...".
+    texts = page_texts([
+        body(1, "We see the D215W mutant resist trypsin (Figure 5, lanes"),
+        page(2, ("A", 100, 100), ("B C", 100, 300),
+             ("Figure 5. Limited proteolysis of RexA constructs with and without DNA.", 72, 600)),
+        page(3, ("13–14), reflective of severe DNA binding defects.", 72, 100),
+             ("Strikingly, it holds.", 72, 140)),
+    ])
+    assert texts[0] == ("We see the D215W mutant resist trypsin (Figure 5, lanes 13–14), "
+                        "reflective of severe DNA binding defects.")
+    assert texts[2] == "Strikingly, it holds."
+    assert "Figure 5. Limited proteolysis" in texts[1]
+
+
+def test_a_page_that_starts_a_new_sentence_keeps_it() -> None:
+    texts = page_texts([body(1, "The table lists the strains used in this work"),
+                        body(2, "Results were pooled over three replicates.")])
+    assert texts == ["The table lists the strains used in this work",
+                     "Results were pooled over three replicates."]
 
 
 def test_captions_are_paragraphs_of_their_own_after_the_running_text() -> None:
