@@ -200,7 +200,12 @@ def _paragraphs(page: PageText, lines: list[Line], body: float) -> list[_Paragra
 
 
 def _goes_on(paragraph: _Paragraph, following: _Paragraph) -> bool:
-    last, first = paragraph.lines[-1].text, following.lines[0].text
+    return _continues(paragraph.lines[-1].text, following.lines[0].text)
+
+
+def _continues(last: str, first: str) -> bool:
+    """`first` finishes the sentence `last` leaves open: it goes on in lower case, or
+    `last` ends in a hyphen."""
     return not _SENTENCE_END.search(last) and (first[:1].islower() or last.endswith("-"))
 
 
@@ -273,11 +278,12 @@ def _join_across_pages(texts: list[list[str]], counts: Counter[str]) -> None:
     """A paragraph a page break cuts mid-sentence is finished on the page it started on.
 
     The chunker takes a page break for a paragraph break, so the sentence's two
-    halves would land in two chunks and neither would hold what it says (on the
-    85 LitQA2 PDFs, 295 of 1,447 page breaks fall inside a sentence). The
-    continuation is the next body paragraph, when it goes on in lower case or
-    with a number's tail ("13-14), reflective of ..."), looked for past figure
-    pages (captions, panel labels) up to `_CONTINUATION_PAGES` ahead.
+    halves would land in two chunks and neither would hold what it says. On the
+    85 LitQA2 PDFs, 295 of 1,447 pages ended in a body paragraph without a
+    sentence end whose next page went on in lower case, a digit or punctuation.
+    The continuation is the next body paragraph, when it goes on in lower case
+    or with a number's tail ("13-14), reflective of ..."), looked for past
+    figure pages (captions, panel labels) up to `_CONTINUATION_PAGES` ahead.
     """
     for index, page in enumerate(texts):
         body = [i for i, t in enumerate(page) if t and not CAPTION.match(t)]
@@ -289,7 +295,8 @@ def _join_across_pages(texts: list[list[str]], counts: Counter[str]) -> None:
             if at is None:
                 continue  # a page of figures: the paragraph may go on after it
             text = following[at]
-            if page[last].endswith("-") or _goes_on_with(text):
+            # Past a page break a number's tail goes on too: "(Figure 5, lanes" | "13-14), ...".
+            if _continues(page[last], text) or _CONTINUES.match(text):
                 page[last] = _append(page[last], text, counts)
                 following[at] = ""
             break
