@@ -11,15 +11,18 @@ import os
 import sys
 from pathlib import Path
 from statistics import median
+from typing import Any
 
 from litqa import _ask, _doc_ids, _Env, _passages, _Recorder, _share, _source_ids
 from litqa_data import (
     BEFORE,
     INSUFFICIENT,
     PAPERQA2,
+    at_floor,
     chosen_option,
     holds_key,
     load_questions,
+    read_choice,
     select,
 )
 from recall_common import Row, print_table
@@ -48,11 +51,14 @@ async def answer(args: argparse.Namespace) -> None:
     paper_sources = paper_correct = key_prompt = 0
     calls, prompt_tok, completion_tok, seconds, llm_seconds = [], [], [], [], []
     by_node: dict[str, list[float]] = {}
+    choices: list[tuple[Any, tuple[str, float]]] = []  # answers read off the first token
     for q in questions:
         recorder.prompts.clear()
         state, took = await _ask(graph, q, args.kb, context)
         text = state.get("answer") or ""
         picked = chosen_option(text, q)
+        if (choice := read_choice(text, q)) is not None:
+            choices.append((q, choice))
         usage = state.get("usage") or []
         calls.append(len(usage))
         prompt_tok.append(sum(u["input_tokens"] for u in usage))
@@ -120,5 +126,20 @@ async def answer(args: argparse.Namespace) -> None:
         *[Row(f"  LLM seconds a call in {node}: p50 / max (calls)",
               f"{median(v):.0f} / {max(v):.0f} ({len(v)})") for node, v in by_node.items()],
     ] if n else [])
+    if choices:
+        _floors(choices, n)
+
+
+def _floors(choices: list[tuple[Any, tuple[str, float]]], n: int) -> None:
+    """The same answers at other abstention floors (the likeliest option and its share
+    are in each answer read off the first token)."""
+    rows = []
+    for floor in (0.0, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9):
+        right, unsure, wrong = at_floor(choices, floor)
+        rows.append(Row(f"floor {floor:.1f}: correct / insufficient / wrong; precision",
+                        f"{right} / {unsure} / {wrong}; "
+                        f"{right / (right + wrong):.2f}" if right + wrong else "-"))
+    print_table(f"LitQA2 part c: {len(choices)} of {n} answers read off the first token, "
+                "at other abstention floors (option_pick.PICK_FLOOR is 0.5)", rows)
 
 

@@ -27,7 +27,8 @@ from scholarflow.retrieval.index.tokenize import query_terms
 from scholarflow.state import RecalledChunkState
 from scholarflow.tokens import count_tokens
 
-__all__ = ["OptionEvidence", "format_option_evidence", "option_evidence", "reserve_tokens"]
+__all__ = ["OptionEvidence", "format_option_evidence", "option_evidence",
+           "question_evidence", "reserve_tokens"]
 
 SENTENCE_TOKENS = 70  # a quoted sentence's bound: long captions would crowd the prompt
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[\"“])|(?<=[。！？])")
@@ -116,6 +117,22 @@ def option_evidence(asked: Options, passages: Sequence[RecalledChunkState]
             found.append(OptionEvidence(letter, text, best[1],
                                         cap_tokens(best[2], SENTENCE_TOKENS)))
     return found
+
+
+def question_evidence(asked: Options, passages: Sequence[RecalledChunkState]
+                      ) -> OptionEvidence | None:
+    """The sentence sharing most words with the stem, as evidence of no option: what an
+    answer naming an option no passage names ("Yes") quotes. None without passages."""
+    terms = {t for t in query_terms(asked.stem) if len(t) > 2}
+    best: tuple[int, int, str] | None = None  # (shared terms, passage, sentence)
+    for number, passage in enumerate(passages, 1):
+        for sentence in _sentences(passage["text"]):
+            shared = len(terms.intersection(query_terms(sentence)))
+            if best is None or shared > best[0]:
+                best = (shared, number, sentence)
+    if best is None:
+        return None
+    return OptionEvidence("", "", best[1], cap_tokens(best[2], SENTENCE_TOKENS))
 
 
 def reserve_tokens(asked: Options) -> int:

@@ -15,6 +15,13 @@ OPTIONS_REMINDER = prompt(
     "as listed (\"X) ...\"); then explain in one or two sentences, citing the passage as "
     "[n]. When no passage supports any option, choose the option saying the information "
     "is insufficient, if there is one.)")
+# In its place for the hidden call that reads the answer off the first token's
+# alternatives (nodes/option_pick.py): the letter is all that call may write.
+OPTION_PICK_REMINDER = prompt(
+    "OPTION_PICK_REMINDER",
+    "(Reply with only the letter of the one option the passages support. When no passage "
+    "supports any option, reply with the letter of the option saying the information is "
+    "insufficient, if there is one.)")
 # Between the question and the reminder: each option with the sentence that names it
 # (nodes/option_evidence.py), so a small model compares options instead of guessing.
 OPTION_EVIDENCE = prompt(
@@ -154,3 +161,29 @@ UNSUPPORTED_ANSWER_EN = prompt(
     "Insufficient information: no passage of the documents answers this question.")
 UNSUPPORTED_ANSWER_ZH = prompt(
     "UNSUPPORTED_ANSWER_ZH", "信息不足：文档中没有能回答这个问题的段落。")
+
+# A multiple-choice answer read off the model's first token (nodes/option_pick.py).
+PICKED_EVIDENCE_EN = prompt("PICKED_EVIDENCE_EN", 'Passage [{n}] says: "{sentence}" [{n}]',
+                            "n", "sentence")
+PICKED_EVIDENCE_ZH = prompt("PICKED_EVIDENCE_ZH", "段落 [{n}] 写道：“{sentence}” [{n}]",
+                            "n", "sentence")
+PICKED_SHARE_EN = prompt(
+    "PICKED_SHARE_EN", "(The model gave this option {share} of its choice among the options.)",
+    "share")
+PICKED_SHARE_ZH = prompt("PICKED_SHARE_ZH", "（模型在各选项中给这个选项的把握：{share}。）",
+                         "share")
+PICK_UNSETTLED_EN = prompt(
+    "PICK_UNSETTLED_EN",
+    "Insufficient information: the passages do not settle this question. The model gave no "
+    "option half of its choice; the likeliest, {option}, got {share}.", "option", "share")
+PICK_UNSETTLED_ZH = prompt(
+    "PICK_UNSETTLED_ZH",
+    "信息不足：这些段落不能确定答案。模型给任何选项的把握都不到一半；"
+    "最可能的 {option} 为 {share}。",
+    "option", "share")
+PICK_NONE_EN = prompt(
+    "PICK_NONE_EN",
+    "Insufficient information: the model found no passage that answers this question "
+    "({share} of its choice).", "share")
+PICK_NONE_ZH = prompt("PICK_NONE_ZH", "信息不足：模型认为没有段落能回答这个问题（把握 {share}）。",
+                      "share")

@@ -87,6 +87,7 @@ def completion(model: str, reply: str, messages: list[Any]) -> dict[str, Any]:
 async def sse_events(
     model: str, reply: str, messages: list[Any], include_usage: bool,
     tokens_per_second: float = 0.0, reasoning: str = "", cut: bool = False,
+    top_logprobs: int | None = None, logprobs: dict[str, float] | None = None,
 ) -> AsyncIterator[str]:
     base: dict[str, Any] = {
         "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
@@ -98,17 +99,21 @@ async def sse_events(
     if include_usage:
         base["usage"] = None  # OpenAI sends null usage on every chunk but the last
 
-    def event(delta: dict[str, Any], finish: str | None = None) -> str:
-        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+    def event(delta: dict[str, Any], finish: str | None = None,
+              alternatives: dict[str, Any] | None = None) -> str:
+        choice = {"index": 0, "delta": delta, "logprobs": alternatives, "finish_reason": finish}
         return f"data: {json.dumps({**base, 'choices': [choice]})}\n\n"
 
     yield event({"role": "assistant", "content": ""})
     for chunk in split_chunks(reasoning) if reasoning else []:
         yield event({"content": None, "reasoning_content": chunk})
-    for chunk in split_chunks(reply):
+    for n, chunk in enumerate(split_chunks(reply)):
         if tokens_per_second > 0:  # the model writes as it goes
             await asyncio.sleep(count_tokens(chunk) / tokens_per_second)
-        yield event({"content": chunk})
+        first = n == 0 and top_logprobs is not None
+        yield event({"content": chunk},
+                    alternatives=first_token_logprobs(chunk, logprobs, top_logprobs or 0)
+                    if first else None)
     if cut:
         return
     yield event({}, "stop")
@@ -116,6 +121,16 @@ async def sse_events(
         tail = {**base, "choices": [], "usage": usage(messages, reply)}
         yield f"data: {json.dumps(tail)}\n\n"
     yield "data: [DONE]\n\n"
+
+
+def first_token_logprobs(piece: str, scripted: dict[str, float] | None, top: int
+                         ) -> dict[str, Any]:
+    """OpenAI's `logprobs` of a chunk: its first token and `top` alternatives, from a
+    rule's scripted probabilities, else the piece itself at probability 1."""
+    chances = scripted or {piece: 1.0}
+    ranked = sorted(chances.items(), key=lambda item: -item[1])[:max(top, 1)]
+    listed = [{"token": t, "logprob": math.log(p), "bytes": None} for t, p in ranked]
+    return {"content": [{**listed[0], "top_logprobs": listed if top else []}]}
 
 
 class ServeSlots:
@@ -265,7 +280,9 @@ class ChatEndpoint:
         include_usage = bool(isinstance(options, dict) and options.get("include_usage"))
         return StreamingResponse(
             sse_events(model, reply, messages, include_usage, decision.tokens_per_second,
-                       decision.reasoning, decision.cut),
+                       decision.reasoning, decision.cut,
+                       int(body.get("top_logprobs") or 0) if body.get("logprobs") else None,
+                       decision.logprobs),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache"},
         )

@@ -64,6 +64,9 @@ class Rule:
     # The stream ends after the reply with no finish_reason and no [DONE], as when a
     # server drops a request for a newer one (llama-cpp-python's interrupt_requests).
     cut: bool = False
+    # The first token's alternatives, {token: probability}, sent when the request asks
+    # for logprobs (OpenAI's shape); without them, the reply's first piece at 1.0.
+    logprobs: dict[str, float] | None = None
     used: int = 0
 
     @classmethod
@@ -71,7 +74,7 @@ class Rule:
         if not isinstance(raw, dict) or "match" not in raw:
             raise ConfigError(f"a rule needs at least 'match': {raw!r}")
         unknown = set(raw) - {"match", "reply", "times", "role", "status", "latency", "reasoning",
-                                 "cut"}
+                                 "cut", "logprobs"}
         if unknown:
             raise ConfigError(f"unknown rule keys {sorted(unknown)}")
         role = raw.get("role", "any")
@@ -89,7 +92,16 @@ class Rule:
         return cls(pattern, str(raw.get("reply", "")), None if times is None else int(times),
                    role, None if status is None else int(status),
                    None if latency is None else max(0.0, float(latency)),
-                   str(raw.get("reasoning") or ""), bool(raw.get("cut")))
+                   str(raw.get("reasoning") or ""), bool(raw.get("cut")),
+                   _logprobs(raw.get("logprobs")))
+
+
+def _logprobs(raw: Any) -> dict[str, float] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or not all(0 < float(p) <= 1 for p in raw.values()):
+        raise ConfigError(f"rule logprobs must map tokens to probabilities: {raw!r}")
+    return {str(token): float(p) for token, p in raw.items()}
 
 
 @dataclass(slots=True)
@@ -133,6 +145,7 @@ class ChatDecision:
     serve_at_most: int = 0  # served at once; the others wait their turn (0: no limit)
     tokens_per_second: float = 0.0  # reply pacing (0: all at once)
     prefill_tokens_per_second: float = 0.0  # prompt reading before the first token (0: none)
+    logprobs: dict[str, float] | None = None  # the first token's alternatives (Rule)
 
 
 class FakeState:
@@ -236,7 +249,7 @@ class FakeState:
                     rule.used += 1
                     latency = self.latency if rule.latency is None else rule.latency
                     return ChatDecision(latency, rule.reply, rule.status, rule.reasoning,
-                                        rule.cut, **self._pace())
+                                        rule.cut, logprobs=rule.logprobs, **self._pace())
             latency, mode, pace = self.latency, self.mode, self._pace()
         # The default reply reads only the request, so it is built outside the lock.
         return ChatDecision(latency, default_reply(mode, messages), **pace)

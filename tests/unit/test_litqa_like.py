@@ -5,7 +5,9 @@ the stem of the question (its options are answer candidates, not search
 terms), with the planner shown what a first search found rather than a
 catalogue of titles. A question no passage speaks to is answered
 "insufficient" (nodes/evidence.py `support` under SUPPORT_FLOOR), naming the
-question's own option for it, with no model call to guess and no sources.
+question's own option for it, with no model call to guess and no sources; so
+is one the model cannot settle: no option holds half of the probability its
+first token gives the letters (nodes/option_pick.py).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from scholarflow.ingest.pipeline import add_document
 from scholarflow.nodes.evidence import support
 from scholarflow.nodes.options import insufficient_option, split_options
 from scholarflow.nodes.recall import MAX_LISTED_DOCUMENTS
+from scholarflow.prompts import OPTION_PICK_REMINDER
 from scholarflow.retrieval.kb_registry import open_knowledge_base
 from tests.conftest import run_graph
 from tests.support import FakeOpenAIServer
@@ -62,6 +65,11 @@ OPTIONS = ["Trp324", "Leu288", "Asn326", "Phe302",
            "Insufficient information to answer this question"]
 
 
+PICK_TURN = "Reply with only the letter"  # the hidden call that reads the answer's letter
+STEM = ("At which amino acid position is a large oligosaccharide density observed in "
+        "the cryo-EM map of Nav1.6?")
+
+
 def litqa_question(stem: str) -> str:
     lines = [f"{letter}) {text}" for letter, text in zip("ABCDE", OPTIONS, strict=True)]
     return f"{stem}\n\nOptions:\n" + "\n".join(lines) + "\n\nAnswer with the letter."
@@ -92,16 +100,15 @@ async def test_the_key_passage_reaches_the_answer_prompt(fake_llm: FakeOpenAISer
     await _library()
     # The model picks an option and cites nothing (as small models do): the answer's
     # sources still name the passage that supports it (nodes/attribution.py).
-    fake_llm.configure(rules=[{"match": "precise question", "role": "system", "reply":
-                               "C) Asn326. The oligosaccharide density in the cryo-EM map "
-                               "of Nav1.6 attaches to Asn326."}])
-    stem = ("At which amino acid position is a large oligosaccharide density observed in "
-            "the cryo-EM map of Nav1.6?")
+    # The model's first token is the letter C, at 80% (nodes/option_pick.py).
+    fake_llm.configure(rules=[{"match": PICK_TURN, "role": "user", "reply": "C",
+                               "logprobs": {"C": 0.8, "A": 0.1, "E": 0.06, "The": 0.04}}])
+    stem = STEM
     out, _ = await run_graph({"query": litqa_question(stem), "kb": "lib"}, Context())
     assert out["error"] is None
     # A question with options is a precise question: the rules say so, no LLM call.
     assert (out["detected_intent"], out["intent_decided_by"]) == ("LITERATURE_QA", "rules")
-    assert len(fake_llm.stats().requests) == 2  # the planner and the answer
+    assert len(fake_llm.stats().requests) == 2  # the planner and the one-token answer
     # Recall searched the library by the stem alone, and its best paper by the stem and
     # the candidate answers (not "Insufficient information ...").
     plan = out["plan"]
@@ -115,7 +122,10 @@ async def test_the_key_passage_reaches_the_answer_prompt(fake_llm: FakeOpenAISer
     assert "Asn326" in planner  # the best sentence of the best passage is shown
     (answer_prompt,) = _answer_prompts(fake_llm)
     assert KEY_PASSAGE.split(",")[0] in " ".join(answer_prompt.split())
-    assert out["answer"].startswith("C) Asn326")
+    # The option, the passage sentence that names it, cited, and the model's share.
+    assert out["answer"].startswith("C) Asn326\n\nPassage [")
+    assert "attaching to Asn326." in out["answer"]
+    assert "(The model gave this option 83% of its choice among the options.)" in out["answer"]
     assert {s["doc_id"] for s in out["sources"]} == {"nav16"}
     # The question's turn lists where the passages name each option (option_evidence.py).
     turn = next(r["messages"][-1]["content"] for r in fake_llm.stats().requests
@@ -123,6 +133,54 @@ async def test_the_key_passage_reaches_the_answer_prompt(fake_llm: FakeOpenAISer
     assert "Options the passages name:" in turn
     assert "- C) Asn326: passage [" in turn and "attaching to Asn326." in turn
     assert "Trp324:" not in turn  # named by no passage: not listed
+    assert PICK_TURN in OPTION_PICK_REMINDER.format()
+
+
+async def test_an_option_the_model_is_unsure_of_is_answered_insufficient(
+    fake_llm: FakeOpenAIServer,
+) -> None:
+    await _library()
+    # No option holds half of the letters' probability: the answer abstains.
+    fake_llm.configure(rules=[{"match": PICK_TURN, "role": "user", "reply": "C",
+                               "logprobs": {"C": 0.4, "A": 0.35, "B": 0.25}}])
+    out, _ = await run_graph({"query": litqa_question(STEM), "kb": "lib"}, Context())
+    assert out["error"] is None
+    assert out["answer"].startswith("E) Insufficient information to answer this question\n\n"
+                                    "Insufficient information: the passages do not settle")
+    assert "the likeliest, C) Asn326, got 40%." in out["answer"]
+    assert out["sources"] == []  # drawn from no passage
+    assert len(fake_llm.stats().requests) == 2  # no second call to write a guess
+
+
+async def test_a_model_that_picks_the_insufficient_option_says_so(
+    fake_llm: FakeOpenAIServer,
+) -> None:
+    await _library()
+    fake_llm.configure(rules=[{"match": PICK_TURN, "role": "user", "reply": "E",
+                               "logprobs": {"E": 0.9, "C": 0.1}}])
+    out, _ = await run_graph({"query": litqa_question(STEM), "kb": "lib"}, Context())
+    assert out["answer"] == ("E) Insufficient information to answer this question\n\n"
+                             "Insufficient information: the model found no passage that "
+                             "answers this question (90% of its choice).")
+    assert out["sources"] == []
+
+
+async def test_without_letter_probabilities_the_model_writes_the_answer(
+    fake_llm: FakeOpenAIServer,
+) -> None:
+    await _library()
+    # A server that gives no alternatives, or a first token that is no letter: the
+    # answer is streamed by the model as before, with its sources.
+    fake_llm.configure(rules=[
+        {"match": PICK_TURN, "role": "user", "reply": "The answer is C."},
+        {"match": "precise question", "role": "system",
+         "reply": "C) Asn326. The oligosaccharide density in the cryo-EM map of Nav1.6 "
+                  "attaches to Asn326."}])
+    out, _ = await run_graph({"query": litqa_question(STEM), "kb": "lib"}, Context())
+    assert out["error"] is None
+    assert out["answer"].startswith("C) Asn326. The oligosaccharide density")
+    assert {s["doc_id"] for s in out["sources"]} == {"nav16"}
+    assert len(fake_llm.stats().requests) == 3  # the planner, the letter, the answer
 
 
 async def test_a_question_no_passage_speaks_to_is_insufficient_without_a_guess(

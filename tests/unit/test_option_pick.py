@@ -1,0 +1,83 @@
+"""Reading a multiple-choice answer off the first token's alternatives (option_pick.py)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from scholarflow.nodes.option_evidence import OptionEvidence, question_evidence
+from scholarflow.nodes.option_pick import letter_shares, pick, picked_text
+from scholarflow.nodes.options import split_options
+
+ASKED = split_options("Which residue carries the glycan?\n\nOptions:\nA) Trp324\nB) Asn326\n"
+                      "C) Insufficient information to answer this question")
+
+
+def alternatives(**chances: float) -> list[tuple[str, float]]:
+    return [(token.replace("_", " "), math.log(p)) for token, p in chances.items()]
+
+
+def test_letter_shares_count_each_spelling_of_a_letter_and_share_what_letters_got() -> None:
+    logprobs = [(" B", math.log(0.5)), ("B", math.log(0.1)), ("(A", math.log(0.2)),
+                ("b", math.log(0.1)), ("The", math.log(0.1))]
+    shares = letter_shares(logprobs, ASKED.letters)
+    assert shares is not None
+    # "b" may begin a word and "The" is none: B has 0.6 of the letters' 0.8.
+    assert shares == pytest.approx({"A": 0.25, "B": 0.75, "C": 0.0})
+
+
+def test_no_answer_is_read_when_the_model_was_not_writing_a_letter() -> None:
+    assert letter_shares(alternatives(The=0.7, B=0.2), ASKED.letters) is None
+    assert letter_shares([], ASKED.letters) is None
+    assert pick(ASKED, alternatives(Based=0.9, A=0.05)) is None
+
+
+def test_the_pick_is_the_best_letter_and_abstains_under_half_or_on_insufficient() -> None:
+    sure = pick(ASKED, alternatives(B=0.7, A=0.2, C=0.1))
+    assert sure is not None
+    assert (sure.letter, sure.text, sure.abstained) == ("B", "Asn326", False)
+    assert sure.share == pytest.approx(0.7)
+    assert sure.describe() == "B 70%, A 20%, C 10%"
+    unsure = pick(ASKED, alternatives(B=0.45, A=0.4, C=0.15))
+    assert unsure is not None and (unsure.letter, unsure.abstained) == ("B", True)
+    none = pick(ASKED, alternatives(C=0.9, B=0.1))
+    assert none is not None and (none.letter, none.abstained) == ("C", True)
+
+
+def test_the_answer_quotes_the_sentence_naming_the_option_in_the_question_language() -> None:
+    chosen = pick(ASKED, alternatives(B=0.8, A=0.2))
+    assert chosen is not None
+    said = [OptionEvidence("A", "Trp324", None, ""),
+            OptionEvidence("B", "Asn326", 3, "The glycan attaches to Asn326.")]
+    assert picked_text(chosen, ASKED, said, chinese=False) == (
+        'B) Asn326\n\nPassage [3] says: "The glycan attaches to Asn326." [3]\n\n'
+        "(The model gave this option 80% of its choice among the options.)")
+    assert picked_text(chosen, ASKED, said, chinese=True) == (
+        "B) Asn326\n\n段落 [3] 写道：“The glycan attaches to Asn326.” [3]\n\n"
+        "（模型在各选项中给这个选项的把握：80%。）")
+    # No passage names it word for word ("Yes" never is): the sentence nearest the
+    # question is quoted, so the answer still has its source; without one, none.
+    passage: Any = {"text": "Glycans are common. The glycan carries a residue. Unrelated."}
+    nearest = question_evidence(ASKED, [passage])
+    assert nearest is not None and (nearest.passage, nearest.sentence) == (
+        1, "The glycan carries a residue.")
+    assert picked_text(chosen, ASKED, said[:1], chinese=False, otherwise=nearest) == (
+        'B) Asn326\n\nPassage [1] says: "The glycan carries a residue." [1]\n\n'
+        "(The model gave this option 80% of its choice among the options.)")
+    assert picked_text(chosen, ASKED, said[:1], chinese=False) == (
+        "B) Asn326\n\n(The model gave this option 80% of its choice among the options.)")
+
+
+def test_an_abstention_names_the_insufficient_option_when_the_question_lists_one() -> None:
+    unsure = pick(ASKED, alternatives(B=0.45, A=0.4, C=0.15))
+    assert unsure is not None
+    assert picked_text(unsure, ASKED, [], chinese=False) == (
+        "C) Insufficient information to answer this question\n\nInsufficient information: "
+        "the passages do not settle this question. The model gave no option half of its "
+        "choice; the likeliest, B) Asn326, got 45%.")
+    two = split_options("Which residue?\nA) Trp324\nB) Asn326")
+    unsure_of_two = pick(two, alternatives(A=0.5, B=0.5))
+    assert unsure_of_two is not None and unsure_of_two.abstained is False  # half is enough
+    assert pick(two, alternatives(A=0.2, B=0.2, The=0.6)) is None  # letters under half
