@@ -136,10 +136,41 @@ def _floors(choices: list[tuple[Any, tuple[str, float]]], n: int) -> None:
     rows = []
     for floor in (0.0, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9):
         right, unsure, wrong = at_floor(choices, floor)
+        precision = f"{right / (right + wrong):.2f}" if right + wrong else "-"
         rows.append(Row(f"floor {floor:.1f}: correct / insufficient / wrong; precision",
-                        f"{right} / {unsure} / {wrong}; "
-                        f"{right / (right + wrong):.2f}" if right + wrong else "-"))
+                        f"{right} / {unsure} / {wrong}; {precision}"))
     print_table(f"LitQA2 part c: {len(choices)} of {n} answers read off the first token, "
                 "at other abstention floors (option_pick.PICK_FLOOR is 0.5)", rows)
 
 
+
+
+def floors_of_dump(path: str) -> None:
+    """`answer --dump`'s answers at other floors, with the floor chosen on one half of
+    the questions (odd or even lines) and applied to the other: no split is held out."""
+    by_n = {q.n: q for q in load_questions()}
+    choices = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        q = by_n[record["n"]]
+        if (choice := read_choice(record["answer"], q)) is not None:
+            choices.append((q, choice))
+    _floors(choices, len(choices))
+    grid = [i / 20 for i in range(20)]
+    rows = []
+    for chosen_on, applied_to in ((1, 0), (0, 1)):
+        half = [c for c in choices if c[0].n % 2 == chosen_on]
+        other = [c for c in choices if c[0].n % 2 == applied_to]
+        # The floor maximising correct answers at precision 0.85, else precision.
+        best = max(grid, key=lambda f: _merit(at_floor(half, f)))
+        right, unsure, wrong = at_floor(other, best)
+        rows.append(Row(f"floor {best:.2f} chosen on the {'odd' if chosen_on else 'even'} "
+                        "questions, applied to the others", f"{right} / {unsure} / {wrong}"))
+    print_table("The floor chosen on one half, applied to the other: correct / insufficient "
+                "/ wrong", rows)
+
+
+def _merit(counts: tuple[int, int, int]) -> tuple[bool, float]:
+    right, _, wrong = counts
+    precision = right / (right + wrong) if right + wrong else 0.0
+    return precision >= 0.85, right if precision >= 0.85 else precision

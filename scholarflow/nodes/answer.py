@@ -46,6 +46,7 @@ from scholarflow.nodes.evidence import (
     support,
 )
 from scholarflow.nodes.option_evidence import (
+    OptionEvidence,
     format_option_evidence,
     option_evidence,
     question_evidence,
@@ -209,26 +210,33 @@ class _Answerer:
         citations = AttributingFilter(kept, embedder=None)
         if asked.options:
             evidence = option_evidence(asked, kept)
-            listed = format_option_evidence(evidence)
-            self.turn = question_turn(self.query, listed)
+            self.turn = question_turn(self.query, format_option_evidence(evidence))
+            # A reasoning model's first token is its thought, never the letter.
             if intent == Intent.LITERATURE_QA and not thinks(endpoint_key(self.ctx)):
-                turn = question_turn(self.query, listed, letter_only=True)
-                chosen, usage = await read_pick(
-                    self.ctx, [("system", system), *self.history, ("user", turn)], asked,
-                    node=NODE)
-                self.usage.append(usage)
-                if chosen is not None:
-                    self.thinking.say("The model's choice among the options: "
-                                      f"{chosen.describe()}.")
-                    text = picked_text(chosen, asked, evidence,
-                                       chinese=self.language != "English",
-                                       otherwise=question_evidence(asked, kept))
-                    if chosen.abstained:  # drawn from no passage: nothing to cite
-                        return self.send(text), []
-                    text = await citations.feed(text) + await citations.flush()
-                    return self.send(text), sources_for(citations.cited, kept)
+                picked = await self.pick(system, asked, evidence, kept, citations)
+                if picked is not None:
+                    return picked
         answer = await self.stream_answer(system, citations)
         return answer, sources_for(citations.cited, kept)
+
+    async def pick(self, system: str, asked: Options, evidence: list[OptionEvidence],
+                   kept: list[RecalledChunkState], citations: AttributingFilter,
+                   ) -> tuple[str, list[Source]] | None:
+        """The answer read off the first token of a letter-only call (option_pick.py);
+        None when the server gives no letters' probabilities: the model writes it."""
+        turn = question_turn(self.query, format_option_evidence(evidence), letter_only=True)
+        chosen, usage = await read_pick(
+            self.ctx, [("system", system), *self.history, ("user", turn)], asked, node=NODE)
+        self.usage.append(usage)
+        if chosen is None:
+            return None
+        self.thinking.say(f"The model's choice among the options: {chosen.describe()}.")
+        text = picked_text(chosen, asked, evidence, chinese=self.language != "English",
+                           otherwise=question_evidence(asked, kept))
+        if chosen.abstained:  # drawn from no passage: nothing to cite
+            return self.send(text), []
+        text = await citations.feed(text) + await citations.flush()
+        return self.send(text), sources_for(citations.cited, kept)
 
     def send(self, text: str) -> str:
         """An answer written here, not by the model, sent as a streamed one would be."""
