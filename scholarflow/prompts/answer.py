@@ -175,12 +175,13 @@ PICKED_SHARE_ZH = prompt("PICKED_SHARE_ZH", "（模型在各选项中给这个�
 PICK_UNSETTLED_EN = prompt(
     "PICK_UNSETTLED_EN",
     "Insufficient information: the passages do not settle this question. The model gave no "
-    "option half of its choice; the likeliest, {option}, got {share}.", "option", "share")
+    "option {floor} of its choice; the likeliest, {option}, got {share}.",
+    "option", "share", "floor")
 PICK_UNSETTLED_ZH = prompt(
     "PICK_UNSETTLED_ZH",
-    "信息不足：这些段落不能确定答案。模型给任何选项的把握都不到一半；"
+    "信息不足：这些段落不能确定答案。模型给任何选项的把握都不到 {floor}；"
     "最可能的 {option} 为 {share}。",
-    "option", "share")
+    "option", "share", "floor")
 PICK_NONE_EN = prompt(
     "PICK_NONE_EN",
     "Insufficient information: the model found no passage that answers this question "
