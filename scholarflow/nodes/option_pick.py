@@ -8,8 +8,8 @@ question that lists options, one hidden call asks for the letter alone
 (`max_tokens=1`) with the first token's alternatives (`top_logprobs`), and:
 
 * the options' letters share the probability the model gave letters at all;
-* the best option is the answer when it holds at least `PICK_FLOOR` (a
-  quarter) of it and is not the "insufficient" option; otherwise the answer
+* the best option is the answer when it holds at least `PICK_FLOOR` (half)
+  of it and is not the "insufficient" option; otherwise the answer
   says the passages do not settle it, naming that option when the question
   lists one;
 * the answer is the option with the passage sentence that names it
@@ -48,12 +48,12 @@ __all__ = ["LETTER_MASS_FLOOR", "PICK_FLOOR", "OptionPick", "letter_shares", "pi
            "picked_text", "read_pick"]
 
 TOP_LOGPROBS = 20  # alternatives asked for: the letters sit in the first few
-# The answer's share of the letters' probability below which the answer abstains. Chosen
-# on LitQA2's dev split with Qwen2.5-1.5B (bench/README.md, `litqa.py floors`): on the
-# first 20 questions, 0.25 was the best floor of each half for the other, and then held
-# on the questions after them. 0.5 (the model holds no other option likelier) answered
-# only 5 of the 20, all right; 0.25 answered 14, 12 right.
-PICK_FLOOR = 0.25
+# The answer's share of the letters' probability below which the answer abstains: under
+# half, the model holds it likelier that some other option is right than that this one
+# is. On LitQA2's dev split with Qwen2.5-1.5B (bench/README.md, `litqa.py floors`) it
+# answered 6 of the first 24 questions, all right. A quarter, the best floor of each half
+# of the first 20 for the other, answered 4 of the next 4 and 2 of them wrong.
+PICK_FLOOR = 0.5
 # Letters must hold this much of the first token's probability, else the model was not
 # answering with a letter ("The", "Based"): the streamed answer decides instead.
 LETTER_MASS_FLOOR = 0.5

@@ -7,7 +7,7 @@ catalogue of titles. A question no passage speaks to is answered
 "insufficient" (nodes/evidence.py `support` under SUPPORT_FLOOR), naming the
 question's own option for it, with no model call to guess and no sources; so
 is one the model cannot settle: no option holds half of the probability its
-first token gives the letters a quarter of it (nodes/option_pick.py).
+first token gives the letters half of it (nodes/option_pick.py).
 """
 
 from __future__ import annotations
@@ -140,7 +140,7 @@ async def test_an_option_the_model_is_unsure_of_is_answered_insufficient(
     fake_llm: FakeOpenAIServer,
 ) -> None:
     await _library()
-    # No option holds a quarter of the letters' probability: the answer abstains.
+    # No option holds half of the letters' probability: the answer abstains.
     fake_llm.configure(rules=[{"match": PICK_TURN, "role": "user", "reply": "C",
                                "logprobs": {"C": 0.22, "A": 0.2, "B": 0.2, "D": 0.19,
                                             "E": 0.19}}])
@@ -148,7 +148,7 @@ async def test_an_option_the_model_is_unsure_of_is_answered_insufficient(
     assert out["error"] is None
     assert out["answer"].startswith("E) Insufficient information to answer this question\n\n"
                                     "Insufficient information: the passages do not settle")
-    assert "gave no option 25% of its choice; the likeliest, C) Asn326, got 22%." in out[
+    assert "gave no option 50% of its choice; the likeliest, C) Asn326, got 22%." in out[
         "answer"]
     assert out["sources"] == []  # drawn from no passage
     assert len(fake_llm.stats().requests) == 2  # no second call to write a guess

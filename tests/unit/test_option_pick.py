@@ -37,17 +37,16 @@ def test_no_answer_is_read_when_the_model_was_not_writing_a_letter() -> None:
     assert pick(ASKED, alternatives(Based=0.9, A=0.05)) is None
 
 
-def test_the_pick_is_the_best_letter_and_abstains_under_a_quarter_or_on_insufficient(
-) -> None:
+def test_the_pick_is_the_best_letter_and_abstains_under_half_or_on_insufficient() -> None:
     sure = pick(ASKED, alternatives(B=0.7, A=0.2, C=0.1))
     assert sure is not None
     assert (sure.letter, sure.text, sure.abstained) == ("B", "Asn326", False)
     assert sure.share == pytest.approx(0.7)
     assert sure.describe() == "B 70%, A 20%, C 10%"
-    assert PICK_FLOOR == 0.25
-    unsure = pick(FIVE, alternatives(B=0.24, A=0.2, C=0.2, D=0.18, E=0.18))
+    assert PICK_FLOOR == 0.5
+    unsure = pick(FIVE, alternatives(B=0.45, A=0.2, C=0.15, D=0.1, E=0.1))
     assert unsure is not None and (unsure.letter, unsure.abstained) == ("B", True)
-    enough = pick(FIVE, alternatives(B=0.25, A=0.2, C=0.2, D=0.2, E=0.15))
+    enough = pick(FIVE, alternatives(B=0.5, A=0.2, C=0.1, D=0.1, E=0.1))
     assert enough is not None and (enough.letter, enough.abstained) == ("B", False)
     none = pick(ASKED, alternatives(C=0.9, B=0.1))
     assert none is not None and (none.letter, none.abstained) == ("C", True)
@@ -82,19 +81,16 @@ def test_an_abstention_names_the_insufficient_option_when_the_question_lists_one
     assert unsure is not None
     assert picked_text(unsure, FIVE, [], chinese=False) == (
         "E) Insufficient information to answer this question\n\nInsufficient information: "
-        "the passages do not settle this question. The model gave no option 25% of its "
+        "the passages do not settle this question. The model gave no option 50% of its "
         "choice; the likeliest, B) Asn326, got 24%.")
     assert picked_text(unsure, FIVE, [], chinese=True).endswith(
-        "模型给任何选项的把握都不到 25%；最可能的 B) Asn326 为 24%。")
-    five = split_options("Which residue?\nA) Trp324\nB) Asn326\nC) Leu288\nD) Phe302\n"
-                         "E) Ser12")
-    unsure_of_five = pick(five, alternatives(A=0.2, B=0.2, C=0.2, D=0.2, E=0.2))
-    assert unsure_of_five is not None and unsure_of_five.abstained is True
-    assert picked_text(unsure_of_five, five, [], chinese=False).startswith(
-        "Insufficient information: the passages do not settle")  # no option to name
-    # Four options or fewer: the best holds a quarter at least, so only "insufficient"
-    # itself abstains.
+        "模型给任何选项的把握都不到 50%；最可能的 B) Asn326 为 24%。")
+    two = split_options("Which residue?\nA) Trp324\nB) Asn326")
+    even = pick(two, alternatives(A=0.4, B=0.4))
+    assert even is not None and (even.letter, even.abstained) == ("A", False)  # half each
     four = split_options("Which residue?\nA) Trp324\nB) Asn326\nC) Leu288\nD) Phe302")
-    even = pick(four, alternatives(A=0.2, B=0.2, C=0.2, D=0.2))
-    assert even is not None and (even.letter, even.abstained) == ("A", False)
+    unsure_of_four = pick(four, alternatives(A=0.3, B=0.3, C=0.2, D=0.2))
+    assert unsure_of_four is not None and unsure_of_four.abstained is True
+    assert picked_text(unsure_of_four, four, [], chinese=False).startswith(
+        "Insufficient information: the passages do not settle")  # no option to name
     assert pick(four, alternatives(A=0.2, B=0.2, The=0.6)) is None  # letters under half
