@@ -51,8 +51,8 @@ TOP_LOGPROBS = 20  # alternatives asked for: the letters sit in the first few
 # The answer's share of the letters' probability below which the answer abstains: under
 # half, the model holds it likelier that some other option is right than that this one
 # is. On LitQA2's dev split with Qwen2.5-1.5B (bench/README.md, `litqa.py floors`) it
-# answered 6 of the first 24 questions, all right. A quarter, the best floor of each half
-# of the first 20 for the other, answered 4 of the next 4 and 2 of them wrong.
+# answered 7 of the first 28 questions, 6 right. A quarter, the best floor of each half
+# of the first 20 for the other, answered 6 of the next 8, 3 of them wrong.
 PICK_FLOOR = 0.5
 # Letters must hold this much of the first token's probability, else the model was not
 # answering with a letter ("The", "Based"): the streamed answer decides instead.
