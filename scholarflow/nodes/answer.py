@@ -210,21 +210,23 @@ class _Answerer:
         citations = AttributingFilter(kept, embedder=None)
         if asked.options:
             evidence = option_evidence(asked, kept)
-            self.turn = question_turn(self.query, format_option_evidence(evidence))
+            listed = format_option_evidence(evidence)
+            self.turn = question_turn(self.query, listed)
             # A reasoning model's first token is its thought, never the letter.
             if intent == Intent.LITERATURE_QA and not thinks(endpoint_key(self.ctx)):
-                picked = await self.pick(system, asked, evidence, kept, citations)
+                turn = question_turn(self.query, listed, letter_only=True)
+                picked = await self.pick(system, turn, asked, evidence, kept, citations)
                 if picked is not None:
                     return picked
         answer = await self.stream_answer(system, citations)
         return answer, sources_for(citations.cited, kept)
 
-    async def pick(self, system: str, asked: Options, evidence: list[OptionEvidence],
-                   kept: list[RecalledChunkState], citations: AttributingFilter,
-                   ) -> tuple[str, list[Source]] | None:
-        """The answer read off the first token of a letter-only call (option_pick.py);
-        None when the server gives no letters' probabilities: the model writes it."""
-        turn = question_turn(self.query, format_option_evidence(evidence), letter_only=True)
+    async def pick(self, system: str, turn: str, asked: Options,
+                   evidence: list[OptionEvidence], kept: list[RecalledChunkState],
+                   citations: AttributingFilter) -> tuple[str, list[Source]] | None:
+        """The answer read off the first token of the letter-only call whose last turn is
+        `turn` (option_pick.py); None when the server gives no letters' probabilities:
+        the model writes it."""
         chosen, usage = await read_pick(
             self.ctx, [("system", system), *self.history, ("user", turn)], asked, node=NODE)
         self.usage.append(usage)
