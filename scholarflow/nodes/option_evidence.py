@@ -17,7 +17,7 @@ are named by none; when no option is named, the prompt gets no list.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from scholarflow.llm.budget import cap_tokens
@@ -95,7 +95,7 @@ def option_evidence(asked: Options, passages: Sequence[RecalledChunkState]
                     ) -> list[OptionEvidence]:
     """Each option but the "insufficient" one with the sentence that names it best."""
     skip = insufficient_option(asked)
-    terms = {t for t in query_terms(asked.stem) if len(t) > 2}
+    terms = _stem_terms(asked)
     # Each sentence's words once, not once per option.
     split = [[(s, _words(s)) for s in _sentences(p["text"])] for p in passages]
     found: list[OptionEvidence] = []
@@ -103,36 +103,37 @@ def option_evidence(asked: Options, passages: Sequence[RecalledChunkState]
         if skip and letter == skip[0]:
             continue
         option = _words(text)
-        best: tuple[int, int, str] | None = None  # (shared terms, passage, sentence)
-        for number, sentences in enumerate(split, 1):
-            for sentence, words in sentences:
-                if not _names(option, words):
-                    continue
-                shared = len(terms.intersection(query_terms(sentence)))
-                if best is None or shared > best[0]:
-                    best = (shared, number, sentence)
-        if best is None:
-            found.append(OptionEvidence(letter, text, None, ""))
-        else:
-            found.append(OptionEvidence(letter, text, best[1],
-                                        cap_tokens(best[2], SENTENCE_TOKENS)))
+        best = _nearest(terms, ((number, sentence) for number, sentences in enumerate(split, 1)
+                                for sentence, words in sentences if _names(option, words)))
+        found.append(OptionEvidence(letter, text, *best) if best
+                     else OptionEvidence(letter, text, None, ""))
     return found
+
+
+def _stem_terms(asked: Options) -> set[str]:
+    return {t for t in query_terms(asked.stem) if len(t) > 2}
+
+
+def _nearest(terms: set[str], candidates: Iterable[tuple[int, str]]
+             ) -> tuple[int, str] | None:
+    """(passage, sentence) of the candidate sharing most `terms`, the first on a tie, its
+    sentence capped to SENTENCE_TOKENS; None without candidates."""
+    best: tuple[int, int, str] | None = None  # (shared terms, passage, sentence)
+    for number, sentence in candidates:
+        shared = len(terms.intersection(query_terms(sentence)))
+        if best is None or shared > best[0]:
+            best = (shared, number, sentence)
+    return None if best is None else (best[1], cap_tokens(best[2], SENTENCE_TOKENS))
 
 
 def question_evidence(asked: Options, passages: Sequence[RecalledChunkState]
                       ) -> OptionEvidence | None:
     """The sentence sharing most words with the stem, as evidence of no option: what an
     answer naming an option no passage names ("Yes") quotes. None without passages."""
-    terms = {t for t in query_terms(asked.stem) if len(t) > 2}
-    best: tuple[int, int, str] | None = None  # (shared terms, passage, sentence)
-    for number, passage in enumerate(passages, 1):
-        for sentence in _sentences(passage["text"]):
-            shared = len(terms.intersection(query_terms(sentence)))
-            if best is None or shared > best[0]:
-                best = (shared, number, sentence)
-    if best is None:
-        return None
-    return OptionEvidence("", "", best[1], cap_tokens(best[2], SENTENCE_TOKENS))
+    best = _nearest(_stem_terms(asked), ((number, sentence)
+                                         for number, passage in enumerate(passages, 1)
+                                         for sentence in _sentences(passage["text"])))
+    return OptionEvidence("", "", *best) if best else None
 
 
 def reserve_tokens(asked: Options) -> int:
