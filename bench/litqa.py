@@ -5,7 +5,6 @@
     python bench/litqa.py search  [--home H] [--questions 1-5] [--limit N]
     python bench/litqa.py recall  [--home H] [--scripted]   # recall only, no answer call
     python bench/litqa.py answer  [--home H] [--limit N]    # needs OPENAI_BASE_URL etc.
-    python bench/litqa.py floors  DUMP   # an answer --dump at other abstention floors
     python bench/litqa.py support [--home H]  # the "insufficient" floor (litqa_support.py)
 
 All 85 PDFs of ../shared/corpus/litqa2 go into one knowledge base (the
@@ -347,8 +346,9 @@ def main(argv: list[str] | None = None) -> None:
     sub.choices["answer"].add_argument("--llm-timeout", type=float, default=600.0)
     sub.choices["answer"].add_argument("--dump", help="append each answer and its prompt "
                                        "to this JSON-lines file")
-    floors = sub.add_parser("floors", help="a --dump's answers at other abstention floors")
-    floors.add_argument("dump")
+    sub.choices["answer"].add_argument("--readings", help="append each question's letter "
+                                       "readings to this JSON-lines file and score other "
+                                       "rules on them (bench/litqa_readings.py)")
     for name in ("recall", "answer"):
         sub.choices[name].add_argument("--window", type=int, default=16_384,
                                        help="max_context_tokens (the local model's: 16k)")
@@ -359,11 +359,6 @@ def main(argv: list[str] | None = None) -> None:
         litqa_extract.main(argv[1:])
         return
     args = parser.parse_args(argv)
-    if args.command == "floors":
-        from litqa_answer import floors_of_dump
-
-        floors_of_dump(args.dump)
-        return
     command = {"ingest": ingest, "search": search, "recall": recall, "answer": answer,
                "support": support}
     asyncio.run(command[args.command](args))

@@ -11,18 +11,17 @@ import os
 import sys
 from pathlib import Path
 from statistics import median
-from typing import Any
 
+import litqa_readings
 from litqa import _ask, _doc_ids, _Env, _passages, _Recorder, _share, _source_ids
 from litqa_data import (
     BEFORE,
     INSUFFICIENT,
     PAPERQA2,
-    at_floor,
+    abstention,
     chosen_option,
     holds_key,
     load_questions,
-    read_choice,
     select,
 )
 from recall_common import Row, print_table
@@ -42,6 +41,8 @@ async def answer(args: argparse.Namespace) -> None:
     ids = await _doc_ids(args.kb)
     recorder = _Recorder(stop_at_answer=False)
     recorder.install()
+    if args.readings:
+        litqa_readings.install(args.readings, questions)
     graph = build_graph(checkpointer=InMemorySaver())
     # A local model on a busy 2-core machine reads ~50-100 prompt tokens a second: the
     # default first-token wait (120 s per 4,096 prompt tokens) times out under load.
@@ -51,14 +52,12 @@ async def answer(args: argparse.Namespace) -> None:
     paper_sources = paper_correct = key_prompt = 0
     calls, prompt_tok, completion_tok, seconds, llm_seconds = [], [], [], [], []
     by_node: dict[str, list[float]] = {}
-    choices: list[tuple[Any, tuple[str, float]]] = []  # answers read off the first token
+    why_insufficient: dict[str, int] = {}
     for q in questions:
         recorder.prompts.clear()
         state, took = await _ask(graph, q, args.kb, context)
         text = state.get("answer") or ""
         picked = chosen_option(text, q)
-        if (choice := read_choice(text, q)) is not None:
-            choices.append((q, choice))
         usage = state.get("usage") or []
         calls.append(len(usage))
         prompt_tok.append(sum(u["input_tokens"] for u in usage))
@@ -78,6 +77,8 @@ async def answer(args: argparse.Namespace) -> None:
             verdict = "correct"
         elif picked == INSUFFICIENT:
             insufficient += 1
+            why = abstention(text) or "other"
+            why_insufficient[why] = why_insufficient.get(why, 0) + 1
             verdict = "insufficient"
         else:
             wrong += 1
@@ -103,6 +104,7 @@ async def answer(args: argparse.Namespace) -> None:
         Row("correct", _share(correct, n), f">= 0.7; before {BEFORE['correct']}; "
             f"PaperQA2 {PAPERQA2['correct']}", correct >= 0.7 * n if n else None),
         Row("insufficient", _share(insufficient, n), f"before {BEFORE['insufficient']}"),
+        *[Row(f"  insufficient: {why}", str(count)) for why, count in why_insufficient.items()],
         Row("wrong (no option named)", f"{wrong} ({unparsed})"),
         Row("precision (correct / not insufficient)", precision,
             f">= 0.85; before {BEFORE['precision']}; PaperQA2 {PAPERQA2['precision']}",
@@ -126,51 +128,5 @@ async def answer(args: argparse.Namespace) -> None:
         *[Row(f"  LLM seconds a call in {node}: p50 / max (calls)",
               f"{median(v):.0f} / {max(v):.0f} ({len(v)})") for node, v in by_node.items()],
     ] if n else [])
-    if choices:
-        _floors(choices, n)
-
-
-def _floors(choices: list[tuple[Any, tuple[str, float]]], n: int) -> None:
-    """The same answers at other abstention floors (the likeliest option and its share
-    are in each answer read off the first token)."""
-    rows = []
-    for floor in (0.0, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9):
-        right, unsure, wrong = at_floor(choices, floor)
-        precision = f"{right / (right + wrong):.2f}" if right + wrong else "-"
-        rows.append(Row(f"floor {floor:.1f}: correct / insufficient / wrong; precision",
-                        f"{right} / {unsure} / {wrong}; {precision}"))
-    print_table(f"LitQA2 part c: {len(choices)} of {n} answers read off the first token, "
-                "at other abstention floors (option_pick.PICK_FLOOR is 0.5)", rows)
-
-
-
-
-def floors_of_dump(path: str) -> None:
-    """`answer --dump`'s answers at other floors, with the floor chosen on one half of
-    the questions (odd or even lines) and applied to the other: no split is held out."""
-    by_n = {q.n: q for q in load_questions()}
-    choices = []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        record = json.loads(line)
-        q = by_n[record["n"]]
-        if (choice := read_choice(record["answer"], q)) is not None:
-            choices.append((q, choice))
-    _floors(choices, len(choices))
-    grid = [i / 20 for i in range(20)]
-    rows = []
-    for chosen_on, applied_to in ((1, 0), (0, 1)):
-        half = [c for c in choices if c[0].n % 2 == chosen_on]
-        other = [c for c in choices if c[0].n % 2 == applied_to]
-        # The floor maximising correct answers at precision 0.85, else precision.
-        best = max(grid, key=lambda f: _merit(at_floor(half, f)))
-        right, unsure, wrong = at_floor(other, best)
-        rows.append(Row(f"floor {best:.2f} chosen on the {'odd' if chosen_on else 'even'} "
-                        "questions, applied to the others", f"{right} / {unsure} / {wrong}"))
-    print_table("The floor chosen on one half, applied to the other: correct / insufficient "
-                "/ wrong", rows)
-
-
-def _merit(counts: tuple[int, int, int]) -> tuple[bool, float]:
-    right, _, wrong = counts
-    precision = right / (right + wrong) if right + wrong else 0.0
-    return precision >= 0.85, right if precision >= 0.85 else precision
+    if args.readings:
+        litqa_readings.report(args.readings, questions)

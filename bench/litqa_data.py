@@ -173,33 +173,14 @@ def chosen_option(answer: str, q: Question) -> str | None:
     return None
 
 
-# What an answer read off the first token says of the model's choice (option_pick.py).
-_SHARES = (
-    re.compile(r"^(?P<letter>[A-J])\) .*?\(The model gave this option (?P<share>\d+)%", re.S),
-    re.compile(r"the likeliest, (?P<letter>[A-J])\) .*?, got (?P<share>\d+)%", re.S),
-    re.compile(r"^(?P<letter>[A-J])\) .*?found no passage that answers this question "
-               r"\((?P<share>\d+)% of its choice", re.S),
+# How an "insufficient" answer came about (nodes/option_pick.py, nodes/evidence.py).
+_ABSTENTIONS = (
+    ("the order changed the choice", "choice changed with the order of the options"),
+    ("the model picked it", "the model found no passage that answers"),
+    ("no passage holds the question's words", "no passage of the documents answers"),
 )
 
 
-def read_choice(answer: str, q: Question) -> tuple[str, float] | None:
-    """(the likeliest option, its share of the letters) of an answer read off the first
-    token, abstained or not; None for an answer the model wrote."""
-    for form in _SHARES:
-        if (match := form.search(answer)) and match["letter"] in q.letters:
-            return q.options[q.letters.index(match["letter"])], int(match["share"]) / 100
-    return None
-
-
-def at_floor(choices: list[tuple[Question, tuple[str, float]]], floor: float
-             ) -> tuple[int, int, int]:
-    """(correct, insufficient, wrong) had the answers abstained under `floor` instead."""
-    correct = insufficient = wrong = 0
-    for q, (option, share) in choices:
-        if share < floor or option == INSUFFICIENT:
-            insufficient += 1
-        elif option == q.ideal:
-            correct += 1
-        else:
-            wrong += 1
-    return correct, insufficient, wrong
+def abstention(answer: str) -> str | None:
+    """Why an "insufficient" answer was given, by its wording; None for any other."""
+    return next((why for why, words in _ABSTENTIONS if words in answer), None)

@@ -214,25 +214,26 @@ class _Answerer:
             self.turn = question_turn(self.query, listed)
             # A reasoning model's first token is its thought, never the letter.
             if intent == Intent.LITERATURE_QA and not thinks(endpoint_key(self.ctx)):
-                turn = question_turn(self.query, listed, letter_only=True)
-                picked = await self.pick(system, turn, asked, evidence, kept, citations)
+                picked = await self.pick(system, asked, evidence, kept, citations)
                 if picked is not None:
                     return picked
         answer = await self.stream_answer(system, citations)
         return answer, sources_for(citations.cited, kept)
 
-    async def pick(self, system: str, turn: str, asked: Options,
-                   evidence: list[OptionEvidence], kept: list[RecalledChunkState],
-                   citations: AttributingFilter) -> tuple[str, list[Source]] | None:
-        """The answer read off the first token of the letter-only call whose last turn is
-        `turn` (option_pick.py); None when the server gives no letters' probabilities:
-        the model writes it."""
+    async def pick(self, system: str, asked: Options, evidence: list[OptionEvidence],
+                   kept: list[RecalledChunkState], citations: AttributingFilter
+                   ) -> tuple[str, list[Source]] | None:
+        """The answer read off the first token of hidden letter-only calls (option_pick.py);
+        None when the server gives no letters' probabilities: the model writes it."""
         chosen, usage = await read_pick(
-            self.ctx, [("system", system), *self.history, ("user", turn)], asked, node=NODE)
-        self.usage.append(usage)
+            self.ctx, [("system", system), *self.history], self.query, asked, kept, node=NODE)
+        self.usage.extend(usage)
         if chosen is None:
             return None
-        self.thinking.say(f"The model's choice among the options: {chosen.describe()}.")
+        self.thinking.say("The model's choice among the options, weighed against its choice "
+                          f"without the passages: {chosen.describe()}."
+                          + (f" With their order reversed: {chosen.runner_up}."
+                             if chosen.runner_up else ""))
         text = picked_text(chosen, asked, evidence, chinese=self.language != "English",
                            otherwise=question_evidence(asked, kept))
         if chosen.abstained:  # drawn from no passage: nothing to cite

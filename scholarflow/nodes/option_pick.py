@@ -3,23 +3,33 @@
 Asked to write the letter of the option the passages support, then explain,
 Qwen2.5-1.5B wrote a letter for every LitQA2 question and never the
 "insufficient" one: 21 of 41 right, precision 0.51. The letter it writes is
-the most likely first token; how likely says how sure it is. So for a
-question that lists options, one hidden call asks for the letter alone
-(`max_tokens=1`) with the first token's alternatives (`top_logprobs`), and:
+its most likely first token, so hidden calls ask for the letter alone
+(`max_tokens=1`) with the first token's alternatives (`top_logprobs`); the
+options' letters share the probability the model gave letters at all. One
+reading is not enough: a small model favours some letters whatever they
+stand for, and its guess without the passages is in the reading too. So:
 
-* the options' letters share the probability the model gave letters at all;
-* the best option is the answer when it holds at least `PICK_FLOOR` (half)
-  of it and is not the "insufficient" option; otherwise the answer
-  says the passages do not settle it, naming that option when the question
-  lists one;
+* the first reading (the question as asked) is calibrated: each option's
+  share is divided by its share when the same question is asked without the
+  passages, then the shares are made to add up to one again. What counts is
+  how far the passages moved the model, not where it started;
+* a second reading, with the options' order reversed, checks the first:
+  the answer is the option both readings rank first, unless it is the
+  "insufficient" option. When they differ, the answer depends on where the
+  options stand, and the answer says the passages do not settle the question,
+  naming the question's "insufficient" option when it lists one;
 * the answer is the option with the passage sentence that names it
-  (nodes/option_evidence.py), cited, and the share the model gave it: no
-  second call writes an explanation, which cost the 1.5B model 300-odd
-  tokens at 10-15 a second.
+  (nodes/option_evidence.py), cited, and its share: no call writes an
+  explanation, which cost the 1.5B model 300-odd tokens at 10-15 a second.
+
+Four calls, the planner's included; the two readings share their passages, so a
+server that caches a prompt's prefix (llama.cpp does) reads them once. On LitQA2
+with Qwen2.5-1.5B (bench/README.md) the one uncalibrated reading at a floor of half
+its choice answered 7 of 28 questions (6 right); this answers more and as precisely.
 
 A server that gives no alternatives (some do not implement `logprobs`), or a
 first token that is not a letter, leaves the answer to the streamed call as
-before (`pick` returns None).
+before (`read_pick` returns None after the first call).
 """
 
 from __future__ import annotations
@@ -29,43 +39,47 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from scholarflow.context import Context
+from scholarflow.language import is_chinese
 from scholarflow.llm import calls as llm
-from scholarflow.nodes.option_evidence import OptionEvidence
+from scholarflow.nodes.common import question_turn
+from scholarflow.nodes.option_evidence import (
+    OptionEvidence,
+    format_option_evidence,
+    option_evidence,
+)
 from scholarflow.nodes.options import Options, insufficient_option
 from scholarflow.prompts import (
     PICK_NONE_EN,
     PICK_NONE_ZH,
-    PICK_UNSETTLED_EN,
-    PICK_UNSETTLED_ZH,
+    PICK_SPLIT_EN,
+    PICK_SPLIT_ZH,
     PICKED_EVIDENCE_EN,
     PICKED_EVIDENCE_ZH,
     PICKED_SHARE_EN,
     PICKED_SHARE_ZH,
 )
-from scholarflow.state import LLMUsage
+from scholarflow.state import LLMUsage, RecalledChunkState
 
-__all__ = ["LETTER_MASS_FLOOR", "PICK_FLOOR", "OptionPick", "letter_shares", "pick",
-           "picked_text", "read_pick"]
+__all__ = ["LETTER_MASS_FLOOR", "PRIOR_FLOOR", "OptionPick", "calibrated", "decide",
+           "letter_shares", "picked_text", "read_pick", "reversed_order"]
 
 TOP_LOGPROBS = 20  # alternatives asked for: the letters sit in the first few
-# The answer's share of the letters' probability below which the answer abstains: under
-# half, the model holds it likelier that some other option is right than that this one
-# is. On LitQA2's dev split with Qwen2.5-1.5B (bench/README.md, `litqa.py floors`) it
-# answered 7 of the first 28 questions, 6 right. A quarter, the best floor of each half
-# of the first 20 for the other, answered 6 of the next 8, 3 of them wrong.
-PICK_FLOOR = 0.5
 # Letters must hold this much of the first token's probability, else the model was not
 # answering with a letter ("The", "Based"): the streamed answer decides instead.
 LETTER_MASS_FLOOR = 0.5
+# A letter the model all but never gives without passages is divided by this at least:
+# dividing by ~0 would hand it the whole choice for a trace of probability.
+PRIOR_FLOOR = 0.01
 
 
 @dataclass(frozen=True, slots=True)
 class OptionPick:
-    letter: str
+    letter: str  # the first reading's best option: the answer unless `abstained`
     text: str
-    share: float  # of the probability the model gave the options' letters
+    share: float  # its calibrated share in the first reading
     abstained: bool  # the answer is that the passages do not settle it
-    shares: tuple[tuple[str, float], ...] = ()  # every letter's, best first
+    shares: tuple[tuple[str, float], ...] = ()  # the first reading's, calibrated, best first
+    runner_up: str = ""  # "D) text": the reversed reading's best, when it differs
 
     def describe(self) -> str:
         """The shares for the thinking events: "C 62%, A 20%, ..."."""
@@ -88,32 +102,81 @@ def letter_shares(logprobs: Sequence[tuple[str, float]], letters: Sequence[str]
     return {letter: p / total for letter, p in mass.items()}
 
 
-def pick(asked: Options, logprobs: Sequence[tuple[str, float]]) -> OptionPick | None:
-    """The answer the first token's alternatives give, or None when they give none."""
-    shares = letter_shares(logprobs, asked.letters)
-    if shares is None:
-        return None
-    letter = max(asked.letters, key=lambda k: shares[k])  # ties: the first listed
-    text = asked.options[asked.letters.index(letter)]
+def calibrated(shares: dict[str, float], prior: dict[str, float] | None
+               ) -> dict[str, float]:
+    """`shares` divided by the `prior` (the same letters without passages), summing to one
+    again; `shares` as they are without a prior."""
+    if prior is None:
+        return shares
+    moved = {k: p / max(prior.get(k, 0.0), PRIOR_FLOOR) for k, p in shares.items()}
+    total = sum(moved.values()) or 1.0
+    return {k: p / total for k, p in moved.items()}
+
+
+def reversed_order(asked: Options) -> Options:
+    """The options in reverse order under the same letters: "A) x B) y" -> "A) y B) x"."""
+    return Options(asked.stem, asked.options[::-1], asked.letters)
+
+
+def _asked(shown: Options) -> str:
+    header = "选项：" if is_chinese(shown.stem) else "Options:"
+    lines = [f"{k}) {t}" for k, t in zip(shown.letters, shown.options, strict=True)]
+    return f"{shown.stem}\n\n{header}\n" + "\n".join(lines)
+
+
+def decide(asked: Options, first: dict[str, float], reversed_shares: dict[str, float]
+           ) -> OptionPick:
+    """The answer of the first reading (by the question's letters) checked by the reversed
+    one (by the reversed order's letters)."""
+    letters = asked.letters
+    best = max(letters, key=lambda k: first[k])  # ties: the first listed
+    # The reversed order's letter k shows the option the question letters letters[-1 - i].
+    flipped = {letters[-1 - i]: reversed_shares[k] for i, k in enumerate(letters)}
+    other = max(reversed(letters), key=lambda k: flipped[k])  # ties: first as shown
     skip = insufficient_option(asked)
-    abstained = shares[letter] < PICK_FLOOR or (skip is not None and letter == skip[0])
-    ranked = tuple(sorted(shares.items(), key=lambda item: -item[1]))
-    return OptionPick(letter, text, shares[letter], abstained, ranked)
+    text = asked.options[letters.index(best)]
+    ranked = tuple(sorted(first.items(), key=lambda item: -item[1]))
+    runner_up = "" if other == best else f"{other}) {asked.options[letters.index(other)]}"
+    abstained = other != best or (skip is not None and best == skip[0])
+    return OptionPick(best, text, first[best], abstained, ranked, runner_up)
 
 
-async def read_pick(ctx: Context, prompt: llm.Prompt, asked: Options, *, node: str
-                    ) -> tuple[OptionPick | None, LLMUsage]:
-    """The hidden letter-only call (`prompt` ends in question_turn(letter_only=True)) and
-    the answer its first token gives; None when it gives none."""
+async def _letters(ctx: Context, prompt: llm.Prompt, letters: Sequence[str], node: str,
+                   usage: list[LLMUsage]) -> dict[str, float] | None:
     result = await llm.complete(ctx, prompt, node=node, max_tokens=1,
                                 top_logprobs=TOP_LOGPROBS)
-    return pick(asked, result.first_token_logprobs), result.usage
+    usage.append(result.usage)
+    return letter_shares(result.first_token_logprobs, letters)
+
+
+async def read_pick(ctx: Context, head: llm.Prompt, question: str, asked: Options,
+                    passages: Sequence[RecalledChunkState], *, node: str
+                    ) -> tuple[OptionPick | None, list[LLMUsage]]:
+    """The answer of three hidden one-token calls: the question as asked after `head` (the
+    answer prompt's system message with the passages, and the history), the options
+    reversed after the same head, and the question alone. None (after the first call)
+    when the model gives no letters' probabilities."""
+    usage: list[LLMUsage] = []
+    flipped = reversed_order(asked)
+    readings = []
+    # The two readings one after the other: a server caching the prompt's prefix reads
+    # the passages once.
+    for shown, text in ((asked, question), (flipped, _asked(flipped))):
+        listed = format_option_evidence(option_evidence(shown, passages))
+        turn = question_turn(text, listed, letter_only=True)
+        shares = await _letters(ctx, [*head, ("user", turn)], shown.letters, node, usage)
+        if shares is None:
+            return None, usage
+        readings.append(shares)
+    prior = await _letters(ctx, [("user", question_turn(question, letter_only=True))],
+                           asked.letters, node, usage)
+    return decide(asked, calibrated(readings[0], prior), readings[1]), usage
 
 
 def picked_text(chosen: OptionPick, asked: Options, evidence: Sequence[OptionEvidence],
                 *, chinese: bool, otherwise: OptionEvidence | None = None) -> str:
     """The answer: the option with the sentence that names it (else `otherwise`, the
-    sentence nearest the question) and the model's share; or, when it abstains, that the
+    sentence nearest the question) and its share; or, when it abstains, that the
     passages do not settle it, naming the question's own "insufficient" option first
     when it lists one."""
     share = f"{chosen.share:.0%}"
@@ -128,9 +191,9 @@ def picked_text(chosen: OptionPick, asked: Options, evidence: Sequence[OptionEvi
         lines.append((PICKED_SHARE_ZH if chinese else PICKED_SHARE_EN).format(share=share))
         return "\n".join(lines)
     skip = insufficient_option(asked)
-    if skip is not None and chosen.letter == skip[0]:
-        why = (PICK_NONE_ZH if chinese else PICK_NONE_EN).format(share=share)
+    if chosen.runner_up:
+        why = (PICK_SPLIT_ZH if chinese else PICK_SPLIT_EN).format(
+            option=option, other=chosen.runner_up)
     else:
-        why = (PICK_UNSETTLED_ZH if chinese else PICK_UNSETTLED_EN).format(
-            option=option, share=share, floor=f"{PICK_FLOOR:.0%}")
+        why = (PICK_NONE_ZH if chinese else PICK_NONE_EN).format(share=share)
     return f"{skip[0]}) {skip[1]}\n\n{why}" if skip else why

@@ -168,20 +168,23 @@ PICKED_EVIDENCE_EN = prompt("PICKED_EVIDENCE_EN", 'Passage [{n}] says: "{sentenc
 PICKED_EVIDENCE_ZH = prompt("PICKED_EVIDENCE_ZH", "段落 [{n}] 写道：“{sentence}” [{n}]",
                             "n", "sentence")
 PICKED_SHARE_EN = prompt(
-    "PICKED_SHARE_EN", "(The model gave this option {share} of its choice among the options.)",
+    "PICKED_SHARE_EN",
+    "(The model ranked this option first with the options in either order; with the "
+    "passages it gave it {share} of its choice, weighed against its choice without them.)",
     "share")
-PICKED_SHARE_ZH = prompt("PICKED_SHARE_ZH", "（模型在各选项中给这个选项的把握：{share}。）",
-                         "share")
-PICK_UNSETTLED_EN = prompt(
-    "PICK_UNSETTLED_EN",
-    "Insufficient information: the passages do not settle this question. The model gave no "
-    "option {floor} of its choice; the likeliest, {option}, got {share}.",
-    "option", "share", "floor")
-PICK_UNSETTLED_ZH = prompt(
-    "PICK_UNSETTLED_ZH",
-    "信息不足：这些段落不能确定答案。模型给任何选项的把握都不到 {floor}；"
-    "最可能的 {option} 为 {share}。",
-    "option", "share", "floor")
+PICKED_SHARE_ZH = prompt(
+    "PICKED_SHARE_ZH",
+    "（选项按原顺序和倒序排列时，模型都把这个选项排在第一；有这些段落时它给这个选项的把握"
+    "为 {share}，已按没有段落时的选择校正。）", "share")
+PICK_SPLIT_EN = prompt(
+    "PICK_SPLIT_EN",
+    "Insufficient information: the passages do not settle this question. The model's "
+    "choice changed with the order of the options: {option} as asked, {other} with the "
+    "order reversed.", "option", "other")
+PICK_SPLIT_ZH = prompt(
+    "PICK_SPLIT_ZH",
+    "信息不足：这些段落不能确定答案。模型的选择随选项顺序而变：按原顺序选 {option}，"
+    "倒序时选 {other}。", "option", "other")
 PICK_NONE_EN = prompt(
     "PICK_NONE_EN",
     "Insufficient information: the model found no passage that answers this question "

@@ -6,15 +6,16 @@ terms), with the planner shown what a first search found rather than a
 catalogue of titles. A question no passage speaks to is answered
 "insufficient" (nodes/evidence.py `support` under SUPPORT_FLOOR), naming the
 question's own option for it, with no model call to guess and no sources; so
-is one the model cannot settle: no option holds half of the probability its
-first token gives the letters half of it (nodes/option_pick.py).
+is one the model cannot settle: the option its first token ranks first changes
+when the options' order is reversed (nodes/option_pick.py).
 """
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
-from scholarflow import Context
+from scholarflow import Context, build_graph
 from scholarflow.ingest.documents import document_from_text
 from scholarflow.ingest.pipeline import add_document
 from scholarflow.nodes.evidence import support
@@ -65,7 +66,20 @@ OPTIONS = ["Trp324", "Leu288", "Asn326", "Phe302",
            "Insufficient information to answer this question"]
 
 
-PICK_TURN = "Reply with only the letter"  # the hidden call that reads the answer's letter
+PICK_TURN = "Reply with only the letter"  # the hidden calls that read the answer's letter
+
+
+def pick_rules(first: dict[str, float], reversed_: dict[str, float],
+               prior: dict[str, float] | None = None) -> list[dict[str, Any]]:
+    """The letter calls' first tokens: as asked (its turn lists the options the passages
+    name), with the options reversed ("A) Insufficient ..."), and without passages."""
+    prior = prior or dict.fromkeys("ABCDE", 0.2)
+    return [{"match": r"A\) Insufficient information", "role": "last_user",
+             "reply": max(reversed_, key=lambda k: reversed_[k]), "logprobs": reversed_},
+            {"match": "Options the passages name", "role": "last_user",
+             "reply": max(first, key=lambda k: first[k]), "logprobs": first},
+            {"match": PICK_TURN, "role": "last_user",
+             "reply": max(prior, key=lambda k: prior[k]), "logprobs": prior}]
 STEM = ("At which amino acid position is a large oligosaccharide density observed in "
         "the cryo-EM map of Nav1.6?")
 
@@ -100,15 +114,17 @@ async def test_the_key_passage_reaches_the_answer_prompt(fake_llm: FakeOpenAISer
     await _library()
     # The model picks an option and cites nothing (as small models do): the answer's
     # sources still name the passage that supports it (nodes/attribution.py).
-    # The model's first token is the letter C, at 80% (nodes/option_pick.py).
-    fake_llm.configure(rules=[{"match": PICK_TURN, "role": "user", "reply": "C",
-                               "logprobs": {"C": 0.8, "A": 0.1, "E": 0.06, "The": 0.04}}])
+    # The model's first token is the letter C, at 80%; with the options reversed, Asn326
+    # is still C (the middle of five) and first (nodes/option_pick.py).
+    fake_llm.configure(rules=pick_rules({"C": 0.8, "A": 0.1, "E": 0.06, "The": 0.04},
+                                        {"C": 0.6, "A": 0.4}))
     stem = STEM
     out, _ = await run_graph({"query": litqa_question(stem), "kb": "lib"}, Context())
     assert out["error"] is None
     # A question with options is a precise question: the rules say so, no LLM call.
     assert (out["detected_intent"], out["intent_decided_by"]) == ("LITERATURE_QA", "rules")
-    assert len(fake_llm.stats().requests) == 2  # the planner and the one-token answer
+    # The planner, and the one-token readings: as asked, reversed, without passages.
+    assert len(fake_llm.stats().requests) == 4
     # Recall searched the library by the stem alone, and its best paper by the stem and
     # the candidate answers (not "Insufficient information ...").
     plan = out["plan"]
@@ -120,12 +136,14 @@ async def test_the_key_passage_reaches_the_answer_prompt(fake_llm: FakeOpenAISer
     assert planner.index("Cryo-EM structure of the human sodium channel") < min(
         planner.index(t) if t in planner else len(planner) for t, _ in TOPICS)
     assert "Asn326" in planner  # the best sentence of the best passage is shown
-    (answer_prompt,) = _answer_prompts(fake_llm)
+    answer_prompt, reversed_prompt = _answer_prompts(fake_llm)
+    assert reversed_prompt == answer_prompt  # the same passages: a cached prefix
     assert KEY_PASSAGE.split(",")[0] in " ".join(answer_prompt.split())
     # The option, the passage sentence that names it, cited, and the model's share.
     assert out["answer"].startswith("C) Asn326\n\nPassage [")
     assert "attaching to Asn326." in out["answer"]
-    assert "(The model gave this option 83% of its choice among the options.)" in out["answer"]
+    assert "it gave it 83% of its choice, weighed against its choice without them" in out[
+        "answer"]
     assert {s["doc_id"] for s in out["sources"]} == {"nav16"}
     # The question's turn lists where the passages name each option (option_evidence.py).
     turn = next(r["messages"][-1]["content"] for r in fake_llm.stats().requests
@@ -136,30 +154,65 @@ async def test_the_key_passage_reaches_the_answer_prompt(fake_llm: FakeOpenAISer
     assert PICK_TURN in OPTION_PICK_REMINDER.format()
 
 
-async def test_an_option_the_model_is_unsure_of_is_answered_insufficient(
+async def test_a_chat_ui_gets_the_picked_answer_as_one_message(
+    fake_llm: FakeOpenAIServer,
+) -> None:
+    """`messages` input and stream mode, as agent-chat-ui drives the server: the answer
+    written from the pick is the one AI message the thread keeps; the hidden letter call's
+    token never reaches the chat."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    await _library()
+    fake_llm.configure(rules=pick_rules({"C": 0.8, "A": 0.1, "E": 0.1}, {"C": 0.9}))
+    graph = build_graph(checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    streamed: list[Any] = []
+    async for message, _meta in graph.astream(
+            {"messages": [{"role": "user", "content": litqa_question(STEM)}], "kb": "lib"},
+            config, context=Context(), stream_mode="messages"):
+        streamed.append(message)
+    kept = (await graph.aget_state(config)).values["messages"]
+    assert [m.type for m in kept] == ["human", "ai"]
+    assert kept[-1].content.startswith("C) Asn326\n\nPassage [")
+    assert [(m.id, m.content) for m in streamed] == [(kept[-1].id, kept[-1].content)]
+
+
+async def test_an_answer_that_changes_with_the_order_is_answered_insufficient(
     fake_llm: FakeOpenAIServer,
 ) -> None:
     await _library()
-    # No option holds half of the letters' probability: the answer abstains.
-    fake_llm.configure(rules=[{"match": PICK_TURN, "role": "user", "reply": "C",
-                               "logprobs": {"C": 0.22, "A": 0.2, "B": 0.2, "D": 0.19,
-                                            "E": 0.19}}])
+    # As asked the model ranks C (Asn326) first; reversed, B (Phe302, D as asked).
+    fake_llm.configure(rules=pick_rules({"C": 0.7, "A": 0.2, "E": 0.1},
+                                        {"B": 0.5, "C": 0.4, "A": 0.1}))
     out, _ = await run_graph({"query": litqa_question(STEM), "kb": "lib"}, Context())
     assert out["error"] is None
-    assert out["answer"].startswith("E) Insufficient information to answer this question\n\n"
-                                    "Insufficient information: the passages do not settle")
-    assert "gave no option 50% of its choice; the likeliest, C) Asn326, got 22%." in out[
-        "answer"]
+    assert out["answer"] == (
+        "E) Insufficient information to answer this question\n\nInsufficient information: "
+        "the passages do not settle this question. The model's choice changed with the "
+        "order of the options: C) Asn326 as asked, D) Phe302 with the order reversed.")
     assert out["sources"] == []  # drawn from no passage
-    assert len(fake_llm.stats().requests) == 2  # no second call to write a guess
+    assert len(fake_llm.stats().requests) == 4  # no further call to write a guess
+
+
+async def test_the_reading_without_passages_is_divided_out(
+    fake_llm: FakeOpenAIServer,
+) -> None:
+    await _library()
+    # With the passages A (Trp324) 45%, C (Asn326) 40%; without them A 70%: the passages
+    # moved the model towards C. Reversed, Asn326 (C there too) is first.
+    fake_llm.configure(rules=pick_rules(
+        {"A": 0.45, "C": 0.4, "B": 0.05, "D": 0.05, "E": 0.05}, {"C": 0.6, "E": 0.3},
+        prior={"A": 0.7, "B": 0.1, "C": 0.1, "D": 0.05, "E": 0.05}))
+    out, _ = await run_graph({"query": litqa_question(STEM), "kb": "lib"}, Context())
+    assert out["answer"].startswith("C) Asn326\n\nPassage [")
+    assert {s["doc_id"] for s in out["sources"]} == {"nav16"}
 
 
 async def test_a_model_that_picks_the_insufficient_option_says_so(
     fake_llm: FakeOpenAIServer,
 ) -> None:
     await _library()
-    fake_llm.configure(rules=[{"match": PICK_TURN, "role": "user", "reply": "E",
-                               "logprobs": {"E": 0.9, "C": 0.1}}])
+    fake_llm.configure(rules=pick_rules({"E": 0.9, "C": 0.1}, {"A": 0.8, "C": 0.2}))
     out, _ = await run_graph({"query": litqa_question(STEM), "kb": "lib"}, Context())
     assert out["answer"] == ("E) Insufficient information to answer this question\n\n"
                              "Insufficient information: the model found no passage that "

@@ -8,7 +8,14 @@ from typing import Any
 import pytest
 
 from scholarflow.nodes.option_evidence import OptionEvidence, question_evidence
-from scholarflow.nodes.option_pick import PICK_FLOOR, letter_shares, pick, picked_text
+from scholarflow.nodes.option_pick import (
+    PRIOR_FLOOR,
+    calibrated,
+    decide,
+    letter_shares,
+    picked_text,
+    reversed_order,
+)
 from scholarflow.nodes.options import split_options
 
 ASKED = split_options("Which residue carries the glycan?\n\nOptions:\nA) Trp324\nB) Asn326\n"
@@ -34,35 +41,63 @@ def test_letter_shares_count_each_spelling_of_a_letter_and_share_what_letters_go
 def test_no_answer_is_read_when_the_model_was_not_writing_a_letter() -> None:
     assert letter_shares(alternatives(The=0.7, B=0.2), ASKED.letters) is None
     assert letter_shares([], ASKED.letters) is None
-    assert pick(ASKED, alternatives(Based=0.9, A=0.05)) is None
 
 
-def test_the_pick_is_the_best_letter_and_abstains_under_half_or_on_insufficient() -> None:
-    sure = pick(ASKED, alternatives(B=0.7, A=0.2, C=0.1))
-    assert sure is not None
-    assert (sure.letter, sure.text, sure.abstained) == ("B", "Asn326", False)
-    assert sure.share == pytest.approx(0.7)
-    assert sure.describe() == "B 70%, A 20%, C 10%"
-    assert PICK_FLOOR == 0.5
-    unsure = pick(FIVE, alternatives(B=0.45, A=0.2, C=0.15, D=0.1, E=0.1))
-    assert unsure is not None and (unsure.letter, unsure.abstained) == ("B", True)
-    enough = pick(FIVE, alternatives(B=0.5, A=0.2, C=0.1, D=0.1, E=0.1))
-    assert enough is not None and (enough.letter, enough.abstained) == ("B", False)
-    none = pick(ASKED, alternatives(C=0.9, B=0.1))
-    assert none is not None and (none.letter, none.abstained) == ("C", True)
+def test_calibration_counts_what_the_passages_moved_not_where_the_model_started() -> None:
+    # With the passages A 45%, C 40%; without them the model already gives A 60%: the
+    # passages moved it towards C, not A.
+    with_passages = {"A": 0.45, "B": 0.05, "C": 0.4, "D": 0.05, "E": 0.05}
+    without = {"A": 0.6, "B": 0.1, "C": 0.1, "D": 0.1, "E": 0.1}
+    moved = calibrated(with_passages, without)
+    assert max(moved, key=lambda k: moved[k]) == "C"
+    assert sum(moved.values()) == pytest.approx(1.0)
+    assert moved["C"] == pytest.approx(4.0 / (0.75 + 0.5 * 3 + 4.0))
+    # A letter the model never gives without passages is divided by PRIOR_FLOOR, not ~0.
+    assert calibrated({"A": 0.9, "B": 0.1}, {"A": 1.0, "B": 0.0}) == pytest.approx(
+        {"A": 0.9 / (0.9 + 0.1 / PRIOR_FLOOR), "B": (0.1 / PRIOR_FLOOR) / (0.9 + 10.0)})
+    assert calibrated(with_passages, None) == with_passages  # no prior read: as they are
+
+
+def test_the_reversed_order_keeps_the_letters_and_flips_the_options() -> None:
+    flipped = reversed_order(FIVE)
+    assert flipped.letters == FIVE.letters and flipped.stem == FIVE.stem
+    assert flipped.options == ("Insufficient information to answer this question",
+                               "Phe302", "Leu288", "Asn326", "Trp324")
+
+
+def test_the_answer_is_the_option_both_orders_rank_first() -> None:
+    # B (Asn326) first as asked; reversed, Asn326 stands at D and is first there too.
+    sure = decide(FIVE, {"A": 0.2, "B": 0.5, "C": 0.1, "D": 0.1, "E": 0.1},
+                  {"A": 0.1, "B": 0.1, "C": 0.2, "D": 0.4, "E": 0.2})
+    assert (sure.letter, sure.text, sure.abstained, sure.runner_up) == (
+        "B", "Asn326", False, "")
+    assert sure.share == pytest.approx(0.5)
+    assert sure.describe() == "B 50%, A 20%, C 10%, D 10%, E 10%"
+    # However low the share: agreement under both orders is what decides.
+    low = decide(FIVE, {"A": 0.2, "B": 0.24, "C": 0.2, "D": 0.18, "E": 0.18},
+                 {"A": 0.1, "B": 0.1, "C": 0.2, "D": 0.4, "E": 0.2})
+    assert (low.letter, low.abstained) == ("B", False)
+    # Reversed, the model's first is E there, Trp324 (A as asked): the order decided.
+    split = decide(FIVE, {"A": 0.2, "B": 0.5, "C": 0.1, "D": 0.1, "E": 0.1},
+                   {"A": 0.1, "B": 0.1, "C": 0.1, "D": 0.2, "E": 0.5})
+    assert (split.letter, split.abstained, split.runner_up) == ("B", True, "A) Trp324")
+    # Both orders rank "insufficient" first (E as asked, A reversed): it says so.
+    none = decide(FIVE, {"A": 0.1, "B": 0.1, "C": 0.1, "D": 0.1, "E": 0.6},
+                  {"A": 0.6, "B": 0.1, "C": 0.1, "D": 0.1, "E": 0.1})
+    assert (none.letter, none.abstained, none.runner_up) == ("E", True, "")
 
 
 def test_the_answer_quotes_the_sentence_naming_the_option_in_the_question_language() -> None:
-    chosen = pick(ASKED, alternatives(B=0.8, A=0.2))
-    assert chosen is not None
+    chosen = decide(ASKED, {"A": 0.2, "B": 0.8, "C": 0.0}, {"A": 0.1, "B": 0.8, "C": 0.1})
     said = [OptionEvidence("A", "Trp324", None, ""),
             OptionEvidence("B", "Asn326", 3, "The glycan attaches to Asn326.")]
+    share_en = ("(The model ranked this option first with the options in either order; "
+                "with the passages it gave it 80% of its choice, weighed against its choice "
+                "without them.)")
     assert picked_text(chosen, ASKED, said, chinese=False) == (
-        'B) Asn326\n\nPassage [3] says: "The glycan attaches to Asn326." [3]\n\n'
-        "(The model gave this option 80% of its choice among the options.)")
-    assert picked_text(chosen, ASKED, said, chinese=True) == (
-        "B) Asn326\n\n段落 [3] 写道：“The glycan attaches to Asn326.” [3]\n\n"
-        "（模型在各选项中给这个选项的把握：80%。）")
+        f'B) Asn326\n\nPassage [3] says: "The glycan attaches to Asn326." [3]\n\n{share_en}')
+    assert picked_text(chosen, ASKED, said, chinese=True).startswith(
+        "B) Asn326\n\n段落 [3] 写道：“The glycan attaches to Asn326.” [3]\n\n（选项按原顺序")
     # No passage names it word for word ("Yes" never is): the sentence nearest the
     # question is quoted, so the answer still has its source; without one, none.
     passage: Any = {"text": "Glycans are common. The glycan carries a residue. Unrelated."}
@@ -70,27 +105,27 @@ def test_the_answer_quotes_the_sentence_naming_the_option_in_the_question_langua
     assert nearest is not None and (nearest.passage, nearest.sentence) == (
         1, "The glycan carries a residue.")
     assert picked_text(chosen, ASKED, said[:1], chinese=False, otherwise=nearest) == (
-        'B) Asn326\n\nPassage [1] says: "The glycan carries a residue." [1]\n\n'
-        "(The model gave this option 80% of its choice among the options.)")
-    assert picked_text(chosen, ASKED, said[:1], chinese=False) == (
-        "B) Asn326\n\n(The model gave this option 80% of its choice among the options.)")
+        f'B) Asn326\n\nPassage [1] says: "The glycan carries a residue." [1]\n\n{share_en}')
+    assert picked_text(chosen, ASKED, said[:1], chinese=False) == f"B) Asn326\n\n{share_en}"
 
 
 def test_an_abstention_names_the_insufficient_option_when_the_question_lists_one() -> None:
-    unsure = pick(FIVE, alternatives(B=0.24, A=0.2, C=0.2, D=0.18, E=0.18))
-    assert unsure is not None
-    assert picked_text(unsure, FIVE, [], chinese=False) == (
+    split = decide(FIVE, {"A": 0.2, "B": 0.5, "C": 0.1, "D": 0.1, "E": 0.1},
+                   {"A": 0.1, "B": 0.1, "C": 0.1, "D": 0.2, "E": 0.5})
+    assert picked_text(split, FIVE, [], chinese=False) == (
         "E) Insufficient information to answer this question\n\nInsufficient information: "
-        "the passages do not settle this question. The model gave no option 50% of its "
-        "choice; the likeliest, B) Asn326, got 24%.")
-    assert picked_text(unsure, FIVE, [], chinese=True).endswith(
-        "模型给任何选项的把握都不到 50%；最可能的 B) Asn326 为 24%。")
-    two = split_options("Which residue?\nA) Trp324\nB) Asn326")
-    even = pick(two, alternatives(A=0.4, B=0.4))
-    assert even is not None and (even.letter, even.abstained) == ("A", False)  # half each
+        "the passages do not settle this question. The model's choice changed with the "
+        "order of the options: B) Asn326 as asked, A) Trp324 with the order reversed.")
+    assert picked_text(split, FIVE, [], chinese=True).endswith(
+        "模型的选择随选项顺序而变：按原顺序选 B) Asn326，倒序时选 A) Trp324。")
+    none = decide(FIVE, {"A": 0.1, "B": 0.1, "C": 0.1, "D": 0.1, "E": 0.6},
+                  {"A": 0.6, "B": 0.1, "C": 0.1, "D": 0.1, "E": 0.1})
+    assert picked_text(none, FIVE, [], chinese=False) == (
+        "E) Insufficient information to answer this question\n\nInsufficient information: "
+        "the model found no passage that answers this question (60% of its choice).")
     four = split_options("Which residue?\nA) Trp324\nB) Asn326\nC) Leu288\nD) Phe302")
-    unsure_of_four = pick(four, alternatives(A=0.3, B=0.3, C=0.2, D=0.2))
-    assert unsure_of_four is not None and unsure_of_four.abstained is True
-    assert picked_text(unsure_of_four, four, [], chinese=False).startswith(
+    unsettled = decide(four, {"A": 0.4, "B": 0.3, "C": 0.2, "D": 0.1},
+                       {"A": 0.4, "B": 0.3, "C": 0.2, "D": 0.1})
+    assert unsettled.abstained and unsettled.runner_up == "D) Phe302"
+    assert picked_text(unsettled, four, [], chinese=False).startswith(
         "Insufficient information: the passages do not settle")  # no option to name
-    assert pick(four, alternatives(A=0.2, B=0.2, The=0.6)) is None  # letters under half

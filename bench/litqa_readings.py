@@ -1,0 +1,144 @@
+"""`bench/litqa.py answer --readings FILE`: the letter readings behind each answer, and the
+rules that could have been drawn from them.
+
+nodes/option_pick.py reads three one-token calls: the options as asked (with the
+passages), reversed (with the passages), and as asked without the passages. This
+records each reading's letter shares, plus a fourth call (reversed, without the
+passages: a symmetric rule would need it), keyed by the options' text, in a JSON-lines
+file, and scores every rule on the same readings, so the shipped rule is compared with
+the others on the same model outputs:
+
+- `as asked, floor F`: the best option of the reading as asked, if it holds F of it
+  (the rule of the fourth session, F = 0.5);
+- `mean of both orders, floor F`: the two readings averaged per option;
+- `both orders agree, raw`: the option both readings rank first;
+- `both orders agree, first calibrated` (shipped): the reading as asked divided by its
+  reading without passages, against the reversed reading as it is;
+- `both orders agree, both calibrated`: each divided by its own reading without passages
+  (one call more).
+
+An answer is "insufficient" when the rule abstains or picks the "insufficient" option.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from litqa_data import INSUFFICIENT, Question
+from recall_common import Row, print_table
+
+Shares = dict[str, float]  # option text -> share
+
+
+def install(path: str, questions: list[Question]) -> None:
+    """Wrap option_pick.read_pick: record its readings (and one more) for each question."""
+    from scholarflow.nodes import answer as answer_node
+    from scholarflow.nodes import option_pick
+
+    by_asked = {q.asked(): q for q in questions}
+    original = option_pick.read_pick
+    original_letters = option_pick._letters
+
+    async def read_pick(ctx: Any, head: Any, question: str, asked: Any, passages: Any, *,
+                        node: str) -> Any:
+        seen: list[dict[str, float] | None] = []
+
+        async def letters(*args: Any) -> Any:
+            shares = await original_letters(*args)
+            seen.append(shares)
+            return shares
+
+        option_pick._letters = letters  # type: ignore[assignment]
+        try:
+            chosen, usage = await original(ctx, head, question, asked, passages, node=node)
+        finally:
+            option_pick._letters = original_letters
+        flipped = option_pick.reversed_order(asked)
+        turn = option_pick.question_turn(option_pick._asked(flipped), letter_only=True)
+        extra: list[Any] = []
+        prior_reversed = await original_letters(ctx, [("user", turn)], flipped.letters,
+                                                node, extra)
+        q = by_asked.get(question)
+        if q is not None and len(seen) == 3:
+            names = ("as_asked", "reversed", "prior")
+            orders = (asked, flipped, asked)
+            record: dict[str, Any] = {"n": q.n}
+            for name, shown, shares in zip(names, orders, seen, strict=True):
+                record[name] = _by_text(shown, shares)
+            record["prior_reversed"] = _by_text(flipped, prior_reversed)
+            with Path(path).open("a", encoding="utf-8") as out:  # noqa: ASYNC230
+                out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        return chosen, usage
+
+    answer_node.read_pick = read_pick  # type: ignore[assignment]
+
+
+def _by_text(shown: Any, shares: dict[str, float] | None) -> Shares | None:
+    if shares is None:
+        return None
+    return {text: shares[k] for k, text in zip(shown.letters, shown.options, strict=True)}
+
+
+def _calibrated(shares: Shares, prior: Shares | None) -> Shares:
+    from scholarflow.nodes.option_pick import calibrated
+
+    return calibrated(shares, prior)
+
+
+def _best(shares: Shares) -> str:
+    return max(shares, key=lambda k: shares[k])
+
+
+def _floor(name: str, floor: float) -> Callable[[dict[str, Any]], str | None]:
+    def rule(r: dict[str, Any]) -> str | None:
+        shares = r["as_asked"]
+        if name == "mean":
+            shares = {k: (v + r["reversed"][k]) / 2 for k, v in shares.items()}
+        best = _best(shares)
+        return best if shares[best] >= floor else None
+    return rule
+
+
+def _agree(first: Callable[[dict[str, Any]], Shares], second: Callable[[dict[str, Any]], Shares]
+           ) -> Callable[[dict[str, Any]], str | None]:
+    def rule(r: dict[str, Any]) -> str | None:
+        best = _best(first(r))
+        return best if best == _best(second(r)) else None
+    return rule
+
+
+RULES: list[tuple[str, Callable[[dict[str, Any]], str | None]]] = [
+    *[(f"as asked, floor {f}", _floor("as_asked", f)) for f in (0.0, 0.3, 0.5)],
+    *[(f"mean of both orders, floor {f}", _floor("mean", f)) for f in (0.0, 0.3, 0.5)],
+    ("both orders agree, raw", _agree(lambda r: r["as_asked"], lambda r: r["reversed"])),
+    ("both orders agree, first calibrated (shipped)",
+     _agree(lambda r: _calibrated(r["as_asked"], r["prior"]), lambda r: r["reversed"])),
+    ("both orders agree, both calibrated",
+     _agree(lambda r: _calibrated(r["as_asked"], r["prior"]),
+            lambda r: _calibrated(r["reversed"], r["prior_reversed"]))),
+]
+
+
+def report(path: str, questions: Sequence[Question]) -> None:
+    """Every rule's correct / insufficient / wrong on the readings recorded in `path`."""
+    by_n = {q.n: q for q in questions}
+    records = [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines()]
+    records = [r for r in records if r["n"] in by_n]
+    rows = []
+    for name, rule in RULES:
+        right = unsure = wrong = 0
+        for r in records:
+            picked = rule(r)
+            if picked is None or picked == INSUFFICIENT:
+                unsure += 1
+            elif picked == by_n[r["n"]].ideal:
+                right += 1
+            else:
+                wrong += 1
+        precision = f"{right / (right + wrong):.2f}" if right + wrong else "-"
+        rows.append(Row(name, f"{right} / {unsure} / {wrong}; {precision}"))
+    print_table(f"LitQA2 part c: rules on the same letter readings, {len(records)} questions "
+                "(correct / insufficient / wrong; precision)", rows)
