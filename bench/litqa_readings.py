@@ -1,21 +1,19 @@
 """`bench/litqa.py answer --readings FILE`: the letter readings behind each answer, and the
 rules that could have been drawn from them.
 
-nodes/option_pick.py reads three one-token calls: the options as asked (with the
-passages), reversed (with the passages), and as asked without the passages. This
-records each reading's letter shares, plus a fourth call (reversed, without the
-passages: a symmetric rule would need it), keyed by the options' text, in a JSON-lines
-file, and scores every rule on the same readings, so the shipped rule is compared with
-the others on the same model outputs:
+nodes/option_pick.py reads four one-token calls: the options as asked and reversed,
+each with the passages and without. This records each reading's letter shares, keyed by
+the options' text, in a JSON-lines file, and scores every rule on the same readings, so
+the shipped rule is compared with the others on the same model outputs:
 
 - `as asked, floor F`: the best option of the reading as asked, if it holds F of it
   (the rule of the fourth session, F = 0.5);
 - `mean of both orders, floor F`: the two readings averaged per option;
 - `both orders agree, raw`: the option both readings rank first;
-- `both orders agree, first calibrated` (shipped): the reading as asked divided by its
-  reading without passages, against the reversed reading as it is;
-- `both orders agree, both calibrated`: each divided by its own reading without passages
-  (one call more).
+- `both orders agree, first calibrated`: the reading as asked divided by its reading
+  without passages, against the reversed reading as it is (one call fewer);
+- `both orders agree, both calibrated` (shipped): each divided by its own reading
+  without passages.
 
 An answer is "insufficient" when the rule abstains or picks the "insufficient" option.
 """
@@ -34,7 +32,7 @@ Shares = dict[str, float]  # option text -> share
 
 
 def install(path: str, questions: list[Question]) -> None:
-    """Wrap option_pick.read_pick: record its readings (and one more) for each question."""
+    """Wrap option_pick.read_pick: record its four readings for each question."""
     from scholarflow.nodes import answer as answer_node
     from scholarflow.nodes import option_pick
 
@@ -56,19 +54,14 @@ def install(path: str, questions: list[Question]) -> None:
             chosen, usage = await original(ctx, head, question, asked, passages, node=node)
         finally:
             option_pick._letters = original_letters
-        flipped = option_pick.reversed_order(asked)
-        turn = option_pick.question_turn(option_pick._asked(flipped), letter_only=True)
-        extra: list[Any] = []
-        prior_reversed = await original_letters(ctx, [("user", turn)], flipped.letters,
-                                                node, extra)
         q = by_asked.get(question)
-        if q is not None and len(seen) == 3:
-            names = ("as_asked", "reversed", "prior")
-            orders = (asked, flipped, asked)
+        if q is not None and len(seen) == 4:
+            flipped = option_pick.reversed_order(asked)
+            names = ("as_asked", "reversed", "prior", "prior_reversed")
+            orders = (asked, flipped, asked, flipped)
             record: dict[str, Any] = {"n": q.n}
             for name, shown, shares in zip(names, orders, seen, strict=True):
                 record[name] = _by_text(shown, shares)
-            record["prior_reversed"] = _by_text(flipped, prior_reversed)
             with Path(path).open("a", encoding="utf-8") as out:  # noqa: ASYNC230
                 out.write(json.dumps(record, ensure_ascii=False) + "\n")
         return chosen, usage
@@ -114,9 +107,9 @@ RULES: list[tuple[str, Callable[[dict[str, Any]], str | None]]] = [
     *[(f"as asked, floor {f}", _floor("as_asked", f)) for f in (0.0, 0.3, 0.5)],
     *[(f"mean of both orders, floor {f}", _floor("mean", f)) for f in (0.0, 0.3, 0.5)],
     ("both orders agree, raw", _agree(lambda r: r["as_asked"], lambda r: r["reversed"])),
-    ("both orders agree, first calibrated (shipped)",
+    ("both orders agree, first calibrated",
      _agree(lambda r: _calibrated(r["as_asked"], r["prior"]), lambda r: r["reversed"])),
-    ("both orders agree, both calibrated",
+    ("both orders agree, both calibrated (shipped)",
      _agree(lambda r: _calibrated(r["as_asked"], r["prior"]),
             lambda r: _calibrated(r["reversed"], r["prior_reversed"]))),
 ]

@@ -9,23 +9,25 @@ options' letters share the probability the model gave letters at all. One
 reading is not enough: a small model favours some letters whatever they
 stand for, and its guess without the passages is in the reading too. So:
 
-* the first reading (the question as asked) is calibrated: each option's
-  share is divided by its share when the same question is asked without the
-  passages, then the shares are made to add up to one again. What counts is
-  how far the passages moved the model, not where it started;
-* a second reading, with the options' order reversed, checks the first:
-  the answer is the option both readings rank first, unless it is the
-  "insufficient" option. When they differ, the answer depends on where the
-  options stand, and the answer says the passages do not settle the question,
-  naming the question's "insufficient" option when it lists one;
+* each reading is calibrated: an option's share is divided by its share when
+  the same question, in the same order, is asked without the passages, then
+  the shares are made to add up to one again. What counts is how far the
+  passages moved the model, not where it started;
+* the options are read in two orders, as asked and reversed: the answer is
+  the option both readings rank first, unless it is the "insufficient"
+  option. When they differ, the answer depends on where the options stand,
+  and the answer says the passages do not settle the question, naming the
+  question's "insufficient" option when it lists one;
 * the answer is the option with the passage sentence that names it
   (nodes/option_evidence.py), cited, and its share: no call writes an
   explanation, which cost the 1.5B model 300-odd tokens at 10-15 a second.
 
-Four calls, the planner's included; the two readings share their passages, so a
-server that caches a prompt's prefix (llama.cpp does) reads them once. On LitQA2
-with Qwen2.5-1.5B (bench/README.md) the one uncalibrated reading at a floor of half
-its choice answered 7 of 28 questions (6 right); this answers more and as precisely.
+Four one-token calls: the two with the passages come one after the other, so a server
+that caches a prompt's prefix (llama.cpp does) reads the passages once; the two without
+them are a question's length. On LitQA2 with Qwen2.5-1.5B
+(bench/README.md, `litqa.py answer --readings`) the one uncalibrated reading at a floor
+of half its choice answered few questions; calibrating one order only let two wrong
+answers through that calibrating both abstained on.
 
 A server that gives no alternatives (some do not implement `logprobs`), or a
 first token that is not a letter, leaves the answer to the streamed call as
@@ -126,8 +128,8 @@ def _asked(shown: Options) -> str:
 
 def decide(asked: Options, first: dict[str, float], reversed_shares: dict[str, float]
            ) -> OptionPick:
-    """The answer of the first reading (by the question's letters) checked by the reversed
-    one (by the reversed order's letters)."""
+    """The answer of the first reading (calibrated, by the question's letters) checked by
+    the reversed one (calibrated, by the reversed order's letters)."""
     letters = asked.letters
     best = max(letters, key=lambda k: first[k])  # ties: the first listed
     # The reversed order's letter k shows the option the question letters letters[-1 - i].
@@ -152,25 +154,30 @@ async def _letters(ctx: Context, prompt: llm.Prompt, letters: Sequence[str], nod
 async def read_pick(ctx: Context, head: llm.Prompt, question: str, asked: Options,
                     passages: Sequence[RecalledChunkState], *, node: str
                     ) -> tuple[OptionPick | None, list[LLMUsage]]:
-    """The answer of three hidden one-token calls: the question as asked after `head` (the
+    """The answer of four hidden one-token calls: the question as asked after `head` (the
     answer prompt's system message with the passages, and the history), the options
-    reversed after the same head, and the question alone. None (after the first call)
-    when the model gives no letters' probabilities."""
+    reversed after the same head, and each order alone. None (after the first call) when
+    the model gives no letters' probabilities."""
     usage: list[LLMUsage] = []
     flipped = reversed_order(asked)
+    orders = ((asked, question), (flipped, _asked(flipped)))
     readings = []
     # The two readings one after the other: a server caching the prompt's prefix reads
     # the passages once.
-    for shown, text in ((asked, question), (flipped, _asked(flipped))):
+    for shown, text in orders:
         listed = format_option_evidence(option_evidence(shown, passages))
         turn = question_turn(text, listed, letter_only=True)
         shares = await _letters(ctx, [*head, ("user", turn)], shown.letters, node, usage)
         if shares is None:
             return None, usage
         readings.append(shares)
-    prior = await _letters(ctx, [("user", question_turn(question, letter_only=True))],
-                           asked.letters, node, usage)
-    return decide(asked, calibrated(readings[0], prior), readings[1]), usage
+    # Each order again without the passages: what the model gives its letters before
+    # reading anything.
+    for i, (shown, text) in enumerate(orders):
+        prior = await _letters(ctx, [("user", question_turn(text, letter_only=True))],
+                               shown.letters, node, usage)
+        readings[i] = calibrated(readings[i], prior)
+    return decide(asked, readings[0], readings[1]), usage
 
 
 def picked_text(chosen: OptionPick, asked: Options, evidence: Sequence[OptionEvidence],

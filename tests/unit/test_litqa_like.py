@@ -72,9 +72,11 @@ PICK_TURN = "Reply with only the letter"  # the hidden calls that read the answe
 def pick_rules(first: dict[str, float], reversed_: dict[str, float],
                prior: dict[str, float] | None = None) -> list[dict[str, Any]]:
     """The letter calls' first tokens: as asked (its turn lists the options the passages
-    name), with the options reversed ("A) Insufficient ..."), and without passages."""
+    name), with the options reversed ("A) Insufficient ..."), and without passages (both
+    orders: `prior`)."""
     prior = prior or dict.fromkeys("ABCDE", 0.2)
-    return [{"match": r"A\) Insufficient information", "role": "last_user",
+    return [{"match": r"A\) Insufficient information.*Options the passages name",
+             "role": "last_user",
              "reply": max(reversed_, key=lambda k: reversed_[k]), "logprobs": reversed_},
             {"match": "Options the passages name", "role": "last_user",
              "reply": max(first, key=lambda k: first[k]), "logprobs": first},
@@ -123,8 +125,9 @@ async def test_the_key_passage_reaches_the_answer_prompt(fake_llm: FakeOpenAISer
     assert out["error"] is None
     # A question with options is a precise question: the rules say so, no LLM call.
     assert (out["detected_intent"], out["intent_decided_by"]) == ("LITERATURE_QA", "rules")
-    # The planner, and the one-token readings: as asked, reversed, without passages.
-    assert len(fake_llm.stats().requests) == 4
+    # The planner, and the one-token readings: as asked and reversed, with the passages
+    # and without.
+    assert len(fake_llm.stats().requests) == 5
     # Recall searched the library by the stem alone, and its best paper by the stem and
     # the candidate answers (not "Insufficient information ...").
     plan = out["plan"]
@@ -138,6 +141,12 @@ async def test_the_key_passage_reaches_the_answer_prompt(fake_llm: FakeOpenAISer
     assert "Asn326" in planner  # the best sentence of the best passage is shown
     answer_prompt, reversed_prompt = _answer_prompts(fake_llm)
     assert reversed_prompt == answer_prompt  # the same passages: a cached prefix
+    # The last two readings see the question alone, as asked and reversed.
+    alone = [r["messages"] for r in fake_llm.stats().requests[-2:]]
+    assert [len(m) for m in alone] == [1, 1], alone
+    assert alone[0][0]["content"].startswith(litqa_question(STEM))
+    assert "Options:\nA) Insufficient information" in alone[1][0]["content"]
+    assert not any("Asn326." in m[0]["content"] for m in alone)  # no passage sentence
     assert KEY_PASSAGE.split(",")[0] in " ".join(answer_prompt.split())
     # The option, the passage sentence that names it, cited, and the model's share.
     assert out["answer"].startswith("C) Asn326\n\nPassage [")
@@ -191,7 +200,7 @@ async def test_an_answer_that_changes_with_the_order_is_answered_insufficient(
         "the passages do not settle this question. The model's choice changed with the "
         "order of the options: C) Asn326 as asked, D) Phe302 with the order reversed.")
     assert out["sources"] == []  # drawn from no passage
-    assert len(fake_llm.stats().requests) == 4  # no further call to write a guess
+    assert len(fake_llm.stats().requests) == 5  # no further call to write a guess
 
 
 async def test_the_reading_without_passages_is_divided_out(
@@ -199,9 +208,10 @@ async def test_the_reading_without_passages_is_divided_out(
 ) -> None:
     await _library()
     # With the passages A (Trp324) 45%, C (Asn326) 40%; without them A 70%: the passages
-    # moved the model towards C. Reversed, Asn326 (C there too) is first.
+    # moved the model towards C. Reversed, Asn326 (C there too) is first, also once its
+    # reading without passages (the same letters' shares here) is divided out.
     fake_llm.configure(rules=pick_rules(
-        {"A": 0.45, "C": 0.4, "B": 0.05, "D": 0.05, "E": 0.05}, {"C": 0.6, "E": 0.3},
+        {"A": 0.45, "C": 0.4, "B": 0.05, "D": 0.05, "E": 0.05}, {"C": 0.7, "E": 0.2},
         prior={"A": 0.7, "B": 0.1, "C": 0.1, "D": 0.05, "E": 0.05}))
     out, _ = await run_graph({"query": litqa_question(STEM), "kb": "lib"}, Context())
     assert out["answer"].startswith("C) Asn326\n\nPassage [")
