@@ -63,7 +63,7 @@ from scholarflow.prompts import (
 from scholarflow.state import LLMUsage, RecalledChunkState
 
 __all__ = ["LETTER_MASS_FLOOR", "PRIOR_FLOOR", "OptionPick", "calibrated", "decide",
-           "letter_shares", "picked_text", "read_pick", "reversed_order"]
+           "letter_shares", "options_question", "picked_text", "read_pick", "reversed_order"]
 
 TOP_LOGPROBS = 20  # alternatives asked for: the letters sit in the first few
 # Letters must hold this much of the first token's probability, else the model was not
@@ -120,7 +120,8 @@ def reversed_order(asked: Options) -> Options:
     return Options(asked.stem, asked.options[::-1], asked.letters)
 
 
-def _asked(shown: Options) -> str:
+def options_question(shown: Options) -> str:
+    """The question with `shown`'s options listed under it, as split_options reads it."""
     header = "选项：" if is_chinese(shown.stem) else "Options:"
     lines = [f"{k}) {t}" for k, t in zip(shown.letters, shown.options, strict=True)]
     return f"{shown.stem}\n\n{header}\n" + "\n".join(lines)
@@ -160,7 +161,7 @@ async def read_pick(ctx: Context, head: llm.Prompt, question: str, asked: Option
     the model gives no letters' probabilities."""
     usage: list[LLMUsage] = []
     flipped = reversed_order(asked)
-    orders = ((asked, question), (flipped, _asked(flipped)))
+    orders = ((asked, question), (flipped, options_question(flipped)))
     readings = []
     # The two readings one after the other: a server caching the prompt's prefix reads
     # the passages once.

@@ -13,6 +13,7 @@ from scholarflow.nodes.option_pick import (
     calibrated,
     decide,
     letter_shares,
+    options_question,
     picked_text,
     reversed_order,
 )
@@ -63,6 +64,13 @@ def test_the_reversed_order_keeps_the_letters_and_flips_the_options() -> None:
     assert flipped.letters == FIVE.letters and flipped.stem == FIVE.stem
     assert flipped.options == ("Insufficient information to answer this question",
                                "Phe302", "Leu288", "Asn326", "Trp324")
+    # Asked as text, it reads back as the same options, in English and in Chinese.
+    assert split_options(options_question(flipped)) == flipped
+    chinese = split_options("哪个残基连接了糖链？\n选项：\nA) Trp324\nB) Asn326\nC) 信息不足")
+    asked_back = split_options(options_question(reversed_order(chinese)))
+    assert "选项：" in options_question(reversed_order(chinese))
+    assert asked_back.options == ("信息不足", "Asn326", "Trp324")
+    assert asked_back.stem == "哪个残基连接了糖链？"
 
 
 def test_the_answer_is_the_option_both_orders_rank_first() -> None:
