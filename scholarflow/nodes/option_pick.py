@@ -133,7 +133,7 @@ def decide(asked: Options, first: dict[str, float], reversed_shares: dict[str, f
     the reversed one (calibrated, by the reversed order's letters)."""
     letters = asked.letters
     best = max(letters, key=lambda k: first[k])  # ties: the first listed
-    # The reversed order's letter k shows the option the question letters letters[-1 - i].
+    # Shown reversed, the i-th letter stands for the option the question letters [-1 - i].
     flipped = {letters[-1 - i]: reversed_shares[k] for i, k in enumerate(letters)}
     other = max(reversed(letters), key=lambda k: flipped[k])  # ties: first as shown
     skip = insufficient_option(asked)
@@ -157,8 +157,9 @@ async def read_pick(ctx: Context, head: llm.Prompt, question: str, asked: Option
                     ) -> tuple[OptionPick | None, list[LLMUsage]]:
     """The answer of four hidden one-token calls: the question as asked after `head` (the
     answer prompt's system message with the passages, and the history), the options
-    reversed after the same head, and each order alone. None (after the first call) when
-    the model gives no letters' probabilities."""
+    reversed after the same head, and each order alone. None when a reading with the
+    passages gives no letters' probabilities (after the first call, for a server without
+    `logprobs`)."""
     usage: list[LLMUsage] = []
     flipped = reversed_order(asked)
     orders = ((asked, question), (flipped, options_question(flipped)))
