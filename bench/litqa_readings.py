@@ -40,8 +40,8 @@ def install(path: str, questions: list[Question]) -> None:
     original = option_pick.read_pick
     original_letters = option_pick._letters
 
-    async def read_pick(ctx: Any, head: Any, question: str, asked: Any, passages: Any, *,
-                        node: str) -> Any:
+    async def read_pick(ctx: Any, head: Any, question: str, asked: Any, evidence: Any,
+                        passages: Any, *, node: str) -> Any:
         seen: list[dict[str, float] | None] = []
 
         async def letters(*args: Any) -> Any:
@@ -51,7 +51,8 @@ def install(path: str, questions: list[Question]) -> None:
 
         option_pick._letters = letters  # type: ignore[assignment]
         try:
-            chosen, usage = await original(ctx, head, question, asked, passages, node=node)
+            chosen, usage = await original(ctx, head, question, asked, evidence, passages,
+                                           node=node)
         finally:
             option_pick._letters = original_letters
         q = by_asked.get(question)

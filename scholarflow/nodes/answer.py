@@ -210,8 +210,7 @@ class _Answerer:
         citations = AttributingFilter(kept, embedder=None)
         if asked.options:
             evidence = option_evidence(asked, kept)
-            listed = format_option_evidence(evidence)
-            self.turn = question_turn(self.query, listed)
+            self.turn = question_turn(self.query, format_option_evidence(evidence))
             # A reasoning model's first token is its thought, never the letter.
             if intent == Intent.LITERATURE_QA and not thinks(endpoint_key(self.ctx)):
                 picked = await self.pick(system, asked, evidence, kept, citations)
@@ -226,7 +225,8 @@ class _Answerer:
         """The answer read off the first token of hidden letter-only calls (option_pick.py);
         None when the server gives no letters' probabilities: the model writes it."""
         chosen, usage = await read_pick(
-            self.ctx, [("system", system), *self.history], self.query, asked, kept, node=NODE)
+            self.ctx, [("system", system), *self.history], self.query, asked, evidence, kept,
+            node=NODE)
         self.usage.extend(usage)
         if chosen is None:
             return None

@@ -153,8 +153,8 @@ async def _letters(ctx: Context, prompt: llm.Prompt, letters: Sequence[str], nod
 
 
 async def read_pick(ctx: Context, head: llm.Prompt, question: str, asked: Options,
-                    passages: Sequence[RecalledChunkState], *, node: str
-                    ) -> tuple[OptionPick | None, list[LLMUsage]]:
+                    evidence: Sequence[OptionEvidence], passages: Sequence[RecalledChunkState],
+                    *, node: str) -> tuple[OptionPick | None, list[LLMUsage]]:
     """The answer of four hidden one-token calls: the question as asked after `head` (the
     answer prompt's system message with the passages, and the history), the options
     reversed after the same head, and each order alone. None when a reading with the
@@ -162,20 +162,21 @@ async def read_pick(ctx: Context, head: llm.Prompt, question: str, asked: Option
     `logprobs`)."""
     usage: list[LLMUsage] = []
     flipped = reversed_order(asked)
-    orders = ((asked, question), (flipped, options_question(flipped)))
+    # `evidence`: where `passages` name the options as asked; the reversed order gets its own.
+    orders = ((asked, question, evidence),
+              (flipped, options_question(flipped), option_evidence(flipped, passages)))
     readings = []
     # The two readings one after the other: a server caching the prompt's prefix reads
     # the passages once.
-    for shown, text in orders:
-        listed = format_option_evidence(option_evidence(shown, passages))
-        turn = question_turn(text, listed, letter_only=True)
+    for shown, text, named in orders:
+        turn = question_turn(text, format_option_evidence(named), letter_only=True)
         shares = await _letters(ctx, [*head, ("user", turn)], shown.letters, node, usage)
         if shares is None:
             return None, usage
         readings.append(shares)
     # Each order again without the passages: what the model gives its letters before
     # reading anything.
-    for i, (shown, text) in enumerate(orders):
+    for i, (shown, text, _) in enumerate(orders):
         prior = await _letters(ctx, [("user", question_turn(text, letter_only=True))],
                                shown.letters, node, usage)
         readings[i] = calibrated(readings[i], prior)
