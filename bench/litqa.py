@@ -210,20 +210,24 @@ class _Recorder:
     def install(self) -> None:
         from scholarflow.llm import calls
 
-        original = calls.stream
+        def recorded(original: Any) -> Any:
+            async def call(ctx: Any, prompt: Any, *, node: str, **kwargs: Any) -> Any:
+                text = "\n\n".join(content for _, content in prompt)
+                self.prompts.append((node, text))
+                if self.stop_at_answer and node == "answer_generation":
+                    raise _Stop("recall measured; the answer is not asked for")
+                return await original(ctx, prompt, node=node, **kwargs)
+            return call
 
-        async def stream(ctx: Any, prompt: Any, *, node: str, **kwargs: Any) -> Any:
-            text = "\n\n".join(content for _, content in prompt)
-            self.prompts.append((node, text))
-            if self.stop_at_answer and node == "answer_generation":
-                raise _Stop("recall measured; the answer is not asked for")
-            return await original(ctx, prompt, node=node, **kwargs)
-
-        calls.stream = stream  # type: ignore[assignment]
+        # stream writes answers; complete reads a multiple-choice answer's letter first.
+        calls.stream = recorded(calls.stream)  # type: ignore[assignment]
+        calls.complete = recorded(calls.complete)  # type: ignore[assignment]
 
     def answer_prompt(self) -> str | None:
-        return next((t for node, t in reversed(self.prompts) if node == "answer_generation"),
-                    None)
+        """The first answer prompt with passages: the letter reading of the options as
+        asked, or the streamed answer's."""
+        return next((t for node, t in self.prompts
+                     if node == "answer_generation" and "<chunk " in t), None)
 
 
 def _passages(prompt: str | None) -> list[str]:
@@ -291,8 +295,10 @@ async def recall(args: argparse.Namespace) -> None:
                             for c in recalled)
         tokens.append(sum(count_tokens(t) for _, t in recorder.prompts))
         if args.verbose:
-            print(f"q{q.n}: {len(recalled)} recalled, {len(prompt_passages)} in prompt; key "
-                  f"recalled at {recalled_rank}, in prompt {in_prompt}; steps {steps}"
+            sizes = [count_tokens(t) for t in prompt_passages]
+            print(f"q{q.n}: {len(recalled)} recalled, {len(prompt_passages)} in prompt "
+                  f"(tokens {sizes}); key recalled at {recalled_rank}, in prompt at {place}; "
+                  f"steps {steps}"
                   f"; first titles {titles[:2]}", file=sys.stderr)
     await close_all()
     env.close()

@@ -18,6 +18,7 @@ from typing import Any
 from scholarflow import Context, build_graph
 from scholarflow.ingest.documents import document_from_text
 from scholarflow.ingest.pipeline import add_document
+from scholarflow.nodes.candidates import CANDIDATE_DOCUMENTS
 from scholarflow.nodes.evidence import support
 from scholarflow.nodes.options import insufficient_option, split_options
 from scholarflow.nodes.recall import MAX_LISTED_DOCUMENTS
@@ -125,20 +126,16 @@ async def test_the_key_passage_reaches_the_answer_prompt(fake_llm: FakeOpenAISer
     assert out["error"] is None
     # A question with options is a precise question: the rules say so, no LLM call.
     assert (out["detected_intent"], out["intent_decided_by"]) == ("LITERATURE_QA", "rules")
-    # The planner, and the one-token readings: as asked and reversed, with the passages
-    # and without.
-    assert len(fake_llm.stats().requests) == 5
+    # No planner call (the stem is the search), and the one-token readings: as asked and
+    # reversed, with the passages and without.
+    assert len(fake_llm.stats().requests) == 4
+    assert not any("sub_questions" in p for p in _prompts(fake_llm))
     # Recall searched the library by the stem alone, and its best paper by the stem and
     # the candidate answers (not "Insufficient information ...").
     plan = out["plan"]
     assert [s["queries"][0] for s in plan[:2]] == [stem, f"{stem} {' '.join(OPTIONS[:4])}"]
     assert [s["doc_id"] for s in plan[:2]] == [None, "nav16"]
     assert not any("Leu288" in q for s in plan if s["doc_id"] is None for q in s["queries"])
-    # The planner saw the candidates the first search found, the source paper first.
-    planner = next(p for p in _prompts(fake_llm) if "sub_questions" in p)
-    assert planner.index("Cryo-EM structure of the human sodium channel") < min(
-        planner.index(t) if t in planner else len(planner) for t, _ in TOPICS)
-    assert "Asn326" in planner  # the best sentence of the best passage is shown
     answer_prompt, reversed_prompt = _answer_prompts(fake_llm)
     assert reversed_prompt == answer_prompt  # the same passages: a cached prefix
     # The last two readings see the question alone, as asked and reversed.
@@ -161,6 +158,21 @@ async def test_the_key_passage_reaches_the_answer_prompt(fake_llm: FakeOpenAISer
     assert "- C) Asn326: passage [" in turn and "attaching to Asn326." in turn
     assert "Trp324:" not in turn  # named by no passage: not listed
     assert PICK_TURN in OPTION_PICK_REMINDER.format()
+
+
+async def test_over_a_library_the_planner_sees_what_a_first_search_found(
+    fake_llm: FakeOpenAIServer,
+) -> None:
+    """A question without options is planned, from the candidates, not a catalogue."""
+    await _library()
+    out, _ = await run_graph({"query": STEM, "kb": "lib", "mode_type": "LITERATURE_QA"},
+                             Context())
+    assert out["error"] is None
+    planner = next(p for p in _prompts(fake_llm) if "sub_questions" in p)
+    assert planner.index("Cryo-EM structure of the human sodium channel") < min(
+        planner.index(t) if t in planner else len(planner) for t, _ in TOPICS)
+    assert "Asn326" in planner  # the best sentence of the best passage is shown
+    assert planner.count("- id ") == CANDIDATE_DOCUMENTS < len(TOPICS) + 1
 
 
 async def test_a_chat_ui_gets_the_picked_answer_as_one_message(
@@ -200,7 +212,7 @@ async def test_an_answer_that_changes_with_the_order_is_answered_insufficient(
         "the passages do not settle this question. The model's choice changed with the "
         "order of the options: C) Asn326 as asked, D) Phe302 with the order reversed.")
     assert out["sources"] == []  # drawn from no passage
-    assert len(fake_llm.stats().requests) == 5  # no further call to write a guess
+    assert len(fake_llm.stats().requests) == 4  # no further call to write a guess
 
 
 async def test_the_reading_without_passages_is_divided_out(
@@ -245,7 +257,7 @@ async def test_without_letter_probabilities_the_model_writes_the_answer(
     assert out["error"] is None
     assert out["answer"].startswith("C) Asn326. The oligosaccharide density")
     assert {s["doc_id"] for s in out["sources"]} == {"nav16"}
-    assert len(fake_llm.stats().requests) == 3  # the planner, the letter, the answer
+    assert len(fake_llm.stats().requests) == 2  # the letter, the answer
 
 
 async def test_a_question_no_passage_speaks_to_is_insufficient_without_a_guess(
@@ -338,3 +350,33 @@ def test_option_evidence_quotes_the_sentence_naming_each_option() -> None:
     paraphrased = split_options("How do they differ?\nA) Introns have more methylation\n"
                                 "B) There are no significant differences")
     assert format_option_evidence(option_evidence(paraphrased, passages)) == ""
+
+
+async def test_a_comment_on_the_plan_of_a_multiple_choice_question_is_planned(
+    fake_llm: FakeOpenAIServer,
+) -> None:
+    """No planner call for the options over a library, until a person asks for another
+    plan: the comment reaches the planner, and its question joins the stem's searches."""
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command
+
+    await _library()
+    fake_llm.configure(rules=[
+        {"match": "A person reviewed the search questions",
+         "reply": '{"sub_questions": [{"question": "glycosylation sites of Nav1.6"}]}'},
+        *pick_rules({"C": 0.8, "A": 0.2}, {"C": 0.9})])
+    graph = build_graph(checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": uuid.uuid4().hex}}
+    ctx = Context(review_plan=True)
+    out = await graph.ainvoke({"query": litqa_question(STEM), "kb": "lib"}, config,
+                              context=ctx)
+    assert out["__interrupt__"][0].value["sub_questions"][0] == STEM
+    assert fake_llm.stats().requests == []  # the stem is the search: nothing planned
+    out = await graph.ainvoke(Command(resume={"action": "feedback",
+                                              "feedback": "Look for the glycans."}),
+                              config, context=ctx)
+    (planner,) = [p for p in _prompts(fake_llm) if "sub_questions" in p]
+    assert "Look for the glycans." in planner
+    assert "glycosylation sites of Nav1.6" in out["__interrupt__"][0].value["sub_questions"]
+    out = await graph.ainvoke(Command(resume=True), config, context=ctx)
+    assert out["answer"].startswith("C) Asn326")
