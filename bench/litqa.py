@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import resource
 import sys
@@ -294,6 +295,9 @@ async def recall(args: argparse.Namespace) -> None:
         paper_prompt += any(sources & {c["doc_id"]} and c["text"] in prompt_passages
                             for c in recalled)
         tokens.append(sum(count_tokens(t) for _, t in recorder.prompts))
+        if args.dump:  # the answer prompts, for trying selection changes without the graph
+            with Path(args.dump).open("a", encoding="utf-8") as out:  # noqa: ASYNC230
+                out.write(json.dumps({"n": q.n, "prompt": recorder.answer_prompt()}) + "\n")
         if args.verbose:
             sizes = [count_tokens(t) for t in prompt_passages]
             print(f"q{q.n}: {len(recalled)} recalled, {len(prompt_passages)} in prompt "
@@ -346,6 +350,8 @@ def main(argv: list[str] | None = None) -> None:
         p.add_argument("-v", "--verbose", action="store_true")
     sub.choices["ingest"].add_argument("--scripted-embeddings", action="store_true")
     sub.choices["recall"].add_argument("--scripted", action="store_true")
+    sub.choices["recall"].add_argument("--dump", help="append each answer prompt to this "
+                                       "JSON-lines file")
     sub.choices["search"].add_argument("--weight", type=float,
                                        help="vector_similarity_weight (default: Context's)")
     sub.choices["search"].add_argument("--rerank", action="store_true", help="use_rerank")
