@@ -197,6 +197,8 @@ class _Answerer:
         kept: list[RecalledChunkState] = await select_evidence(
             recalled, room, aimed=aimed, question=asked.stem,
             rule=LIBRARY_RULE if library else DEFAULT_RULE)
+        if asked.options:  # best last, next to the question: a small model reads it best
+            kept = kept[::-1]
         held = support(asked.stem, kept)
         if intent == Intent.LITERATURE_QA and held < SUPPORT_FLOOR:
             return self.unsupported(asked, held), []

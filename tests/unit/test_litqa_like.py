@@ -145,6 +145,10 @@ async def test_the_key_passage_reaches_the_answer_prompt(fake_llm: FakeOpenAISer
     assert "Options:\nA) Insufficient information" in alone[1][0]["content"]
     assert not any("Asn326." in m[0]["content"] for m in alone)  # no passage sentence
     assert KEY_PASSAGE.split(",")[0] in " ".join(answer_prompt.split())
+    # The best passage is listed last, next to the question.
+    last = answer_prompt[answer_prompt.rindex("<chunk "):]
+    assert answer_prompt.count("<chunk ") > 1 and KEY_PASSAGE.split(",")[0] in " ".join(
+        last.split())
     # The option, the passage sentence that names it, cited, and the model's share.
     assert out["answer"].startswith("C) Asn326\n\nPassage [")
     assert "attaching to Asn326." in out["answer"]
