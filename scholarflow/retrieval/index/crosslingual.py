@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from scholarflow.language import HAN
 from scholarflow.retrieval.index.lexicon import lexicon
-from scholarflow.retrieval.index.tokenize import query_terms, tokenize
+from scholarflow.retrieval.index.tokenize import query_terms, tokenize, without_option_pointers
 
 # Weight of a translated word against one of the query's own words.
 TRANSLATION_WEIGHT = 0.75
@@ -115,7 +115,7 @@ def lexical_query(text: str) -> LexicalQuery:
     words = lexicon()
     if words is None or not own:
         return LexicalQuery(own)
-    plain = unicodedata.normalize("NFKC", text).lower()
+    plain = unicodedata.normalize("NFKC", without_option_pointers(text)).lower()
     found: list[Word] = []
     if any(_HAN.match(t) for t in own):
         # A Chinese (or mixed) question: its Latin words stay, its Chinese words translate.

@@ -42,7 +42,7 @@ from scholarflow.retrieval.index.elastic_client import (
 from scholarflow.retrieval.index.elastic_mapping import index_body
 from scholarflow.retrieval.index.elastic_query import FIELD, lexical_clause, statistics_documents
 from scholarflow.retrieval.index.hybrid import hybrid_scores
-from scholarflow.retrieval.index.tokenize import has_words
+from scholarflow.retrieval.index.tokenize import has_words, without_option_pointers
 from scholarflow.retrieval.kb import (
     Chunk,
     DocumentNotFoundError,
@@ -261,7 +261,8 @@ class ElasticsearchKnowledgeBase:
             filters.append({"terms": {"doc_id": list(dict.fromkeys(doc_ids))}})
         if not params.include_references:
             filters.append({"bool": {"must_not": [{"term": {"chunk_kind": "references"}}]}})
-        vector = [float(x) for x in await self._embedder.embed_query(query)]
+        embedded = await self._embedder.embed_query(without_option_pointers(query))
+        vector = [float(x) for x in embedded]
         if math.fsum(x * x for x in vector) == 0:
             vector = []  # nothing to compare with (empty query): BM25 alone
         lexical = await self._lexical(query)

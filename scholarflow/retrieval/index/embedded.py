@@ -32,7 +32,7 @@ from scholarflow.retrieval.index.crosslingual import lexical_query
 from scholarflow.retrieval.index.lexicon import lexicon
 from scholarflow.retrieval.index.snapshot import Snapshot
 from scholarflow.retrieval.index.snapshot_sync import synced
-from scholarflow.retrieval.index.tokenize import has_words, terms_text
+from scholarflow.retrieval.index.tokenize import has_words, terms_text, without_option_pointers
 from scholarflow.retrieval.kb import (
     Chunk,
     DocumentNotFoundError,
@@ -241,7 +241,7 @@ class EmbeddedKnowledgeBase:
             raise InputError("the query has no searchable words")
         if doc_ids is not None and not doc_ids:
             return []
-        vector = await self.embedder.embed_query(query)
+        vector = await self.embedder.embed_query(without_option_pointers(query))
         wide = replace(params, top_n=4 * params.top_n) if params.use_rerank else params
         found = await asyncio.to_thread(self._search, query, vector, doc_ids, wide)
         return await rerank(query, found, top_n=params.top_n) if params.use_rerank else found

@@ -223,9 +223,21 @@ def tokenize(text: str) -> list[str]:
     return terms_text(text).split()  # no term holds whitespace
 
 
+# How a multiple-choice question points at its own options ("Which of the following
+# proteins ...", "以下哪项"): words about the question, not about its subject. Searched
+# for, "following" matched every passage saying "following treatment" (LitQA2 q31's
+# key passage ranked 11th behind them; 10th without).
+_OPTION_POINTERS = re.compile(r"\b(?:of|among) the following\b|(?:以下|下列)(?=哪)", re.I)
+
+
+def without_option_pointers(query: str) -> str:
+    """`query` without the words pointing at a question's options."""
+    return _OPTION_POINTERS.sub(" ", query)
+
+
 def query_terms(text: str) -> list[str]:
-    """The distinct terms of a query, in first-seen order."""
-    return list(dict.fromkeys(tokenize(text)))
+    """The distinct terms of a query, in first-seen order, less its option pointers."""
+    return list(dict.fromkeys(tokenize(without_option_pointers(text))))
 
 
 def is_cjk_pair(term: str) -> bool:
