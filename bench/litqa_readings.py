@@ -1,10 +1,12 @@
 """`bench/litqa.py answer --readings FILE`: the letter readings behind each answer, and the
 rules that could have been drawn from them.
 
-nodes/option_pick.py reads four one-token calls: the options as asked and reversed,
-each with the passages and without. This records each reading's letter shares, keyed by
-the options' text, in a JSON-lines file, and scores every rule on the same readings, so
-the shipped rule is compared with the others on the same model outputs:
+nodes/option_pick.py reads two or four one-token calls: the options as asked, without
+the passages and with them, then, unless that reading is sure (`SURE_SHARE`), reversed,
+with and without. This records each reading's letter shares, keyed by the options' text,
+in a JSON-lines file, and scores every rule on the same readings, so the shipped rule is
+compared with the others on the same model outputs (only questions with all four
+readings are scored; a sure one has two, and the table counts them):
 
 - `as asked, floor F`: the best option of the reading as asked, if it holds F of it
   (the rule of the fourth session, F = 0.5);
@@ -12,8 +14,10 @@ the shipped rule is compared with the others on the same model outputs:
 - `both orders agree, raw`: the option both readings rank first;
 - `both orders agree, first calibrated`: the reading as asked divided by its reading
   without passages, against the reversed reading as it is (one call fewer);
-- `both orders agree, both calibrated` (shipped): each divided by its own reading
-  without passages.
+- `both orders agree, both calibrated`: each divided by its own reading without
+  passages (the fifth session's rule);
+- `as asked calibrated if >= F, else both agree` (shipped at F = SURE_SHARE): the
+  calibrated reading as asked alone when it is that sure, else the rule above.
 
 An answer is "insufficient" when the rule abstains or picks the "insufficient" option.
 """
@@ -56,12 +60,12 @@ def install(path: str, questions: list[Question]) -> None:
         finally:
             option_pick._letters = original_letters
         q = by_asked.get(question)
-        if q is not None and len(seen) == 4:
+        if q is not None and len(seen) in (2, 4):  # 2: the reading as asked was sure
             flipped = option_pick.reversed_order(asked)
-            names = ("as_asked", "reversed", "prior", "prior_reversed")
-            orders = (asked, flipped, asked, flipped)
+            names = ("prior", "as_asked", "reversed", "prior_reversed")  # in call order
+            orders = (asked, asked, flipped, flipped)
             record: dict[str, Any] = {"n": q.n}
-            for name, shown, shares in zip(names, orders, seen, strict=True):
+            for name, shown, shares in zip(names, orders, seen, strict=False):
                 record[name] = _by_text(shown, shares)
             with Path(path).open("a", encoding="utf-8") as out:  # noqa: ASYNC230
                 out.write(json.dumps(record, ensure_ascii=False) + "\n")
@@ -96,6 +100,16 @@ def _floor(name: str, floor: float) -> Callable[[dict[str, Any]], str | None]:
     return rule
 
 
+def _mean_calibrated(floor: float) -> Callable[[dict[str, Any]], str | None]:
+    def rule(r: dict[str, Any]) -> str | None:
+        first = _calibrated(r["as_asked"], r["prior"])
+        second = _calibrated(r["reversed"], r["prior_reversed"])
+        mean = {k: (v + second[k]) / 2 for k, v in first.items()}
+        best = _best(mean)
+        return best if mean[best] >= floor else None
+    return rule
+
+
 def _agree(first: Callable[[dict[str, Any]], Shares], second: Callable[[dict[str, Any]], Shares]
            ) -> Callable[[dict[str, Any]], str | None]:
     def rule(r: dict[str, Any]) -> str | None:
@@ -104,13 +118,47 @@ def _agree(first: Callable[[dict[str, Any]], Shares], second: Callable[[dict[str
     return rule
 
 
+def _sure_else_agree(floor: float, raw: bool = False
+                     ) -> Callable[[dict[str, Any]], str | None]:
+    """The calibrated reading as asked when it is sure (one reading of the passages), else
+    both calibrated orders must agree (two). Sure: its best option holds `floor` of it;
+    `raw`: of the reading before calibration, and calibration keeps it first."""
+    agree = _agree(lambda r: _calibrated(r["as_asked"], r["prior"]),
+                   lambda r: _calibrated(r["reversed"], r["prior_reversed"]))
+
+    def rule(r: dict[str, Any]) -> str | None:
+        return _best(_calibrated(r["as_asked"], r["prior"])) if _sure(r, floor, raw) \
+            else agree(r)
+    return rule
+
+
+def _sure(r: dict[str, Any], floor: float, raw: bool = False) -> bool:
+    first = _calibrated(r["as_asked"], r["prior"])
+    best = _best(first)
+    if raw:
+        return _best(r["as_asked"]) == best and r["as_asked"][best] >= floor
+    return first[best] >= floor
+
+
+def _calibrated_floor(floor: float) -> Callable[[dict[str, Any]], str | None]:
+    def rule(r: dict[str, Any]) -> str | None:
+        return _best(_calibrated(r["as_asked"], r["prior"])) if _sure(r, floor) else None
+    return rule
+
+
 RULES: list[tuple[str, Callable[[dict[str, Any]], str | None]]] = [
+    *[(f"as asked calibrated, floor {f}", _calibrated_floor(f)) for f in (0.5, 0.7, 0.9)],
+    *[(f"as asked calibrated if >= {f}, else both agree", _sure_else_agree(f))
+      for f in (0.5, 0.6, 0.7, 0.8, 0.9)],
+    *[(f"as asked calibrated if raw >= {f}, else both agree", _sure_else_agree(f, raw=True))
+      for f in (0.5, 0.6, 0.7, 0.8, 0.9)],
     *[(f"as asked, floor {f}", _floor("as_asked", f)) for f in (0.0, 0.3, 0.5)],
     *[(f"mean of both orders, floor {f}", _floor("mean", f)) for f in (0.0, 0.3, 0.5)],
+    *[(f"mean of both orders calibrated, floor {f}", _mean_calibrated(f)) for f in (0.0, 0.3, 0.4)],
     ("both orders agree, raw", _agree(lambda r: r["as_asked"], lambda r: r["reversed"])),
     ("both orders agree, first calibrated",
      _agree(lambda r: _calibrated(r["as_asked"], r["prior"]), lambda r: r["reversed"])),
-    ("both orders agree, both calibrated (shipped)",
+    ("both orders agree, both calibrated",
      _agree(lambda r: _calibrated(r["as_asked"], r["prior"]),
             lambda r: _calibrated(r["reversed"], r["prior_reversed"]))),
 ]
@@ -121,6 +169,8 @@ def report(path: str, questions: Sequence[Question]) -> None:
     by_n = {q.n: q for q in questions}
     records = [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines()]
     records = [r for r in records if r["n"] in by_n]
+    sure = [r for r in records if "reversed" not in r]  # the shipped rule stopped early
+    records = [r for r in records if "reversed" in r]
     rows = []
     for name, rule in RULES:
         right = unsure = wrong = 0
@@ -134,5 +184,12 @@ def report(path: str, questions: Sequence[Question]) -> None:
                 wrong += 1
         precision = f"{right / (right + wrong):.2f}" if right + wrong else "-"
         rows.append(Row(name, f"{right} / {unsure} / {wrong}; {precision}"))
+    for floor in (0.5, 0.6, 0.7, 0.8, 0.9):
+        sure = sum(_sure(r, floor) for r in records)
+        raw = sum(_sure(r, floor, raw=True) for r in records)
+        rows.append(Row(f"one reading of the passages at {floor} (calibrated / raw)",
+                        f"{sure} / {raw} of {len(records)}"))
+    if sure:
+        rows.append(Row("not scored: sure after one reading", str(len(sure))))
     print_table(f"LitQA2 part c: rules on the same letter readings, {len(records)} questions "
                 "(correct / insufficient / wrong; precision)", rows)

@@ -17,21 +17,25 @@ stand for, and its guess without the passages is in the reading too. So:
   the option both readings rank first, unless it is the "insufficient"
   option. When they differ, the answer depends on where the options stand,
   and the answer says the passages do not settle the question, naming the
-  question's "insufficient" option when it lists one;
+  question's "insufficient" option when it lists one. A first reading that
+  gives one option SURE_SHARE of its choice is the answer without the
+  second: that reading of the passages is the costliest call;
 * the answer is the option with the passage sentence that names it
   (nodes/option_evidence.py), cited, and its share: no call writes an
   explanation, which cost the 1.5B model 300-odd tokens at 10-15 a second.
 
-Four one-token calls: the two with the passages come one after the other, so a server
-that caches a prompt's prefix (llama.cpp does) reads the passages once; the two without
-them are a question's length. On LitQA2 with Qwen2.5-1.5B
+Two or four one-token calls: the question alone as asked, then with the passages; when
+that is not sure, with the passages reversed right after it, so a server that caches one
+prompt's prefix (llama.cpp does) reads the passages once, then reversed alone. The calls
+without passages are a question's length. On LitQA2 with Qwen2.5-1.5B
 (bench/README.md, `litqa.py answer --readings`) the one uncalibrated reading at a floor
 of half its choice answered few questions; calibrating one order only let two wrong
 answers through that calibrating both abstained on.
 
 A server that gives no alternatives (some do not implement `logprobs`), or a
 first token that is not a letter, leaves the answer to the streamed call as
-before (`read_pick` returns None after the first call).
+before (`read_pick` returns None: for a server without alternatives, after the
+first call, the short one).
 """
 
 from __future__ import annotations
@@ -59,16 +63,24 @@ from scholarflow.prompts import (
     PICKED_EVIDENCE_ZH,
     PICKED_SHARE_EN,
     PICKED_SHARE_ZH,
+    PICKED_SURE_EN,
+    PICKED_SURE_ZH,
 )
 from scholarflow.state import LLMUsage, RecalledChunkState
 
-__all__ = ["LETTER_MASS_FLOOR", "PRIOR_FLOOR", "OptionPick", "calibrated", "decide",
-           "letter_shares", "options_question", "picked_text", "read_pick", "reversed_order"]
+__all__ = ["LETTER_MASS_FLOOR", "PRIOR_FLOOR", "SURE_SHARE", "OptionPick", "calibrated",
+           "decide", "letter_shares", "options_question", "picked_text", "read_pick",
+           "reversed_order"]
 
 TOP_LOGPROBS = 20  # alternatives asked for: the letters sit in the first few
 # Letters must hold this much of the first token's probability, else the model was not
 # answering with a letter ("The", "Based"): the streamed answer decides instead.
 LETTER_MASS_FLOOR = 0.5
+# The reading as asked decides alone when the passages moved the model this far to one
+# option (its calibrated share); else the reversed order must agree. On LitQA2 with
+# Qwen2.5-1.5B (17 questions, bench/README.md, seventh session) every first reading at
+# 0.5 or more agreed with the reversed one; 0.6 leaves a margin.
+SURE_SHARE = 0.6
 # A letter the model all but never gives without passages is divided by this at least:
 # dividing by ~0 would hand it the whole choice for a trace of probability.
 PRIOR_FLOOR = 0.01
@@ -82,6 +94,7 @@ class OptionPick:
     abstained: bool  # the answer is that the passages do not settle it
     shares: tuple[tuple[str, float], ...] = ()  # the first reading's, calibrated, best first
     runner_up: str = ""  # "D) text": the reversed reading's best, when it differs
+    both_orders: bool = True  # False: the first reading was SURE_SHARE sure alone
 
     def describe(self) -> str:
         """The shares for the thinking events: "C 62%, A 20%, ..."."""
@@ -127,60 +140,81 @@ def options_question(shown: Options) -> str:
     return f"{shown.stem}\n\n{header}\n" + "\n".join(lines)
 
 
-def decide(asked: Options, first: dict[str, float], reversed_shares: dict[str, float]
+def decide(asked: Options, first: dict[str, float], reversed_shares: dict[str, float] | None
            ) -> OptionPick:
     """The answer of the first reading (calibrated, by the question's letters) checked by
-    the reversed one (calibrated, by the reversed order's letters)."""
+    the reversed one (calibrated, by the reversed order's letters), when there is one."""
     letters = asked.letters
     best = max(letters, key=lambda k: first[k])  # ties: the first listed
-    # Shown reversed, the i-th letter stands for the option the question letters [-1 - i].
-    flipped = {letters[-1 - i]: reversed_shares[k] for i, k in enumerate(letters)}
-    other = max(reversed(letters), key=lambda k: flipped[k])  # ties: first as shown
+    other = best
+    if reversed_shares is not None:
+        # Shown reversed, the i-th letter stands for the option the question letters [-1 - i].
+        flipped = {letters[-1 - i]: reversed_shares[k] for i, k in enumerate(letters)}
+        other = max(reversed(letters), key=lambda k: flipped[k])  # ties: first as shown
     skip = insufficient_option(asked)
     text = asked.options[letters.index(best)]
     ranked = tuple(sorted(first.items(), key=lambda item: -item[1]))
     runner_up = "" if other == best else f"{other}) {asked.options[letters.index(other)]}"
     abstained = other != best or (skip is not None and best == skip[0])
-    return OptionPick(best, text, first[best], abstained, ranked, runner_up)
+    return OptionPick(best, text, first[best], abstained, ranked, runner_up,
+                      both_orders=reversed_shares is not None)
+
+
+class _NoAlternatives(Exception):
+    """The server gave no first-token alternatives: it does not implement `logprobs`."""
 
 
 async def _letters(ctx: Context, prompt: llm.Prompt, letters: Sequence[str], node: str,
                    usage: list[LLMUsage]) -> dict[str, float] | None:
+    """The letters' shares of the first token; None when it was no letter."""
     result = await llm.complete(ctx, prompt, node=node, max_tokens=1,
                                 top_logprobs=TOP_LOGPROBS)
     usage.append(result.usage)
+    if not result.first_token_logprobs:
+        raise _NoAlternatives
     return letter_shares(result.first_token_logprobs, letters)
 
 
 async def read_pick(ctx: Context, head: llm.Prompt, question: str, asked: Options,
                     evidence: Sequence[OptionEvidence], passages: Sequence[RecalledChunkState],
                     *, node: str) -> tuple[OptionPick | None, list[LLMUsage]]:
-    """The answer of four hidden one-token calls: the question as asked after `head` (the
-    answer prompt's system message with the passages, and the history), the options
-    reversed after the same head, and each order alone. None when a reading with the
-    passages gives no letters' probabilities (after the first call, for a server without
-    `logprobs`)."""
+    """The answer of hidden one-token calls: the question as asked alone, then after `head`
+    (the answer prompt's system message with the passages, and the history); unless that
+    reading is SURE_SHARE sure, the options reversed after the same head, then alone.
+    None when the server gives no alternatives (after the first, short call) or a reading
+    with the passages gives no letters' probabilities."""
     usage: list[LLMUsage] = []
     flipped = reversed_order(asked)
-    # `evidence`: where `passages` name the options as asked; the reversed order gets its own.
-    orders = ((asked, question, evidence),
-              (flipped, options_question(flipped), option_evidence(flipped, passages)))
-    readings = []
-    # The two readings one after the other: a server caching the prompt's prefix reads
-    # the passages once.
-    for shown, text, named in orders:
+    flipped_question = options_question(flipped)
+
+    async def alone(shown: Options, text: str) -> dict[str, float] | None:
+        return await _letters(ctx, [("user", question_turn(text, letter_only=True))],
+                              shown.letters, node, usage)
+
+    async def after_head(shown: Options, text: str, named: Sequence[OptionEvidence]
+                         ) -> dict[str, float] | None:
         turn = question_turn(text, format_option_evidence(named), letter_only=True)
-        shares = await _letters(ctx, [*head, ("user", turn)], shown.letters, node, usage)
-        if shares is None:
+        return await _letters(ctx, [*head, ("user", turn)], shown.letters, node, usage)
+
+    try:
+        # Alone first, then with the passages as asked and, when needed, reversed: the two
+        # with the passages one after the other, so a server caching one prompt's prefix
+        # (llama.cpp) reads the passages once.
+        prior = await alone(asked, question)
+        first = await after_head(asked, question, evidence)
+        if first is None:
             return None, usage
-        readings.append(shares)
-    # Each order again without the passages: what the model gives its letters before
-    # reading anything.
-    for i, (shown, text, _) in enumerate(orders):
-        prior = await _letters(ctx, [("user", question_turn(text, letter_only=True))],
-                               shown.letters, node, usage)
-        readings[i] = calibrated(readings[i], prior)
-    return decide(asked, readings[0], readings[1]), usage
+        first = calibrated(first, prior)
+        if max(first.values()) >= SURE_SHARE:
+            return decide(asked, first, None), usage
+        # `evidence` is where the passages name the options as asked; reversed, their own.
+        second = await after_head(flipped, flipped_question, option_evidence(flipped, passages))
+        if second is None:
+            return None, usage
+        second = calibrated(second, await alone(flipped, flipped_question))
+    except _NoAlternatives:
+        return None, usage
+    return decide(asked, first, second), usage
 
 
 def picked_text(chosen: OptionPick, asked: Options, evidence: Sequence[OptionEvidence],
@@ -198,7 +232,11 @@ def picked_text(chosen: OptionPick, asked: Options, evidence: Sequence[OptionEvi
         if said is not None and said.passage:
             quote = PICKED_EVIDENCE_ZH if chinese else PICKED_EVIDENCE_EN
             lines += [quote.format(n=said.passage, sentence=said.sentence), ""]
-        lines.append((PICKED_SHARE_ZH if chinese else PICKED_SHARE_EN).format(share=share))
+        if chosen.both_orders:
+            said_share = PICKED_SHARE_ZH if chinese else PICKED_SHARE_EN
+        else:
+            said_share = PICKED_SURE_ZH if chinese else PICKED_SURE_EN
+        lines.append(said_share.format(share=share))
         return "\n".join(lines)
     skip = insufficient_option(asked)
     if chosen.runner_up:

@@ -176,6 +176,16 @@ PICKED_SHARE_ZH = prompt(
     "PICKED_SHARE_ZH",
     "（选项按原顺序和倒序排列时，模型都把这个选项排在第一；有这些段落时它给这个选项的把握"
     "为 {share}，已按没有段落时的选择校正。）", "share")
+# When the reading as asked was sure enough (option_pick.SURE_SHARE) to skip the other order.
+PICKED_SURE_EN = prompt(
+    "PICKED_SURE_EN",
+    "(With the passages the model gave this option {share} of its choice, weighed against "
+    "its choice without them: sure enough not to read the options again in reverse order.)",
+    "share")
+PICKED_SURE_ZH = prompt(
+    "PICKED_SURE_ZH",
+    "（有这些段落时模型给这个选项的把握为 {share}，已按没有段落时的选择校正；足够确定，"
+    "未再按倒序读一遍选项。）", "share")
 PICK_SPLIT_EN = prompt(
     "PICK_SPLIT_EN",
     "Insufficient information: the passages do not settle this question. The model's "

@@ -117,9 +117,10 @@ async def test_the_key_passage_reaches_the_answer_prompt(fake_llm: FakeOpenAISer
     await _library()
     # The model picks an option and cites nothing (as small models do): the answer's
     # sources still name the passage that supports it (nodes/attribution.py).
-    # The model's first token is the letter C, at 80%; with the options reversed, Asn326
-    # is still C (the middle of five) and first (nodes/option_pick.py).
-    fake_llm.configure(rules=pick_rules({"C": 0.8, "A": 0.1, "E": 0.06, "The": 0.04},
+    # The model's first token is the letter C, at 50%: under SURE_SHARE, so the options
+    # are read reversed too, where Asn326 is still C (the middle of five) and first
+    # (nodes/option_pick.py).
+    fake_llm.configure(rules=pick_rules({"C": 0.5, "A": 0.3, "E": 0.15, "The": 0.05},
                                         {"C": 0.6, "A": 0.4}))
     stem = STEM
     out, _ = await run_graph({"query": litqa_question(stem), "kb": "lib"}, Context())
@@ -136,11 +137,14 @@ async def test_the_key_passage_reaches_the_answer_prompt(fake_llm: FakeOpenAISer
     assert [s["queries"][0] for s in plan[:2]] == [stem, f"{stem} {' '.join(OPTIONS[:4])}"]
     assert [s["doc_id"] for s in plan[:2]] == [None, "nav16"]
     assert not any("Leu288" in q for s in plan if s["doc_id"] is None for q in s["queries"])
-    answer_prompt, reversed_prompt = _answer_prompts(fake_llm)
-    assert reversed_prompt == answer_prompt  # the same passages: a cached prefix
-    # The last two readings see the question alone, as asked and reversed.
-    alone = [r["messages"] for r in fake_llm.stats().requests[-2:]]
-    assert [len(m) for m in alone] == [1, 1], alone
+    # The reversed order is read too. The two readings with the
+    # passages come one after the other: a server caching one prefix reads them once.
+    requests = [r["messages"] for r in fake_llm.stats().requests]
+    assert [len(m) for m in requests] == [1, 2, 2, 1]
+    answer_prompt, reversed_prompt = (m[0]["content"] for m in requests[1:3])
+    assert reversed_prompt == answer_prompt
+    # The first and last readings see the question alone, as asked and reversed.
+    alone = [requests[0], requests[3]]
     assert alone[0][0]["content"].startswith(litqa_question(STEM))
     assert "Options:\nA) Insufficient information" in alone[1][0]["content"]
     assert not any("Asn326." in m[0]["content"] for m in alone)  # no passage sentence
@@ -152,7 +156,7 @@ async def test_the_key_passage_reaches_the_answer_prompt(fake_llm: FakeOpenAISer
     # The option, the passage sentence that names it, cited, and the model's share.
     assert out["answer"].startswith("C) Asn326\n\nPassage [")
     assert "attaching to Asn326." in out["answer"]
-    assert "it gave it 83% of its choice, weighed against its choice without them" in out[
+    assert "it gave it 53% of its choice, weighed against its choice without them" in out[
         "answer"]
     assert {s["doc_id"] for s in out["sources"]} == {"nav16"}
     # The question's turn lists where the passages name each option (option_evidence.py).
@@ -206,8 +210,9 @@ async def test_an_answer_that_changes_with_the_order_is_answered_insufficient(
     fake_llm: FakeOpenAIServer,
 ) -> None:
     await _library()
-    # As asked the model ranks C (Asn326) first; reversed, B (Phe302, D as asked).
-    fake_llm.configure(rules=pick_rules({"C": 0.7, "A": 0.2, "E": 0.1},
+    # As asked the model ranks C (Asn326) first, under SURE_SHARE; reversed, B (Phe302,
+    # D as asked).
+    fake_llm.configure(rules=pick_rules({"C": 0.5, "A": 0.35, "E": 0.15},
                                         {"B": 0.5, "C": 0.4, "A": 0.1}))
     out, _ = await run_graph({"query": litqa_question(STEM), "kb": "lib"}, Context())
     assert out["error"] is None
@@ -261,7 +266,8 @@ async def test_without_letter_probabilities_the_model_writes_the_answer(
     assert out["error"] is None
     assert out["answer"].startswith("C) Asn326. The oligosaccharide density")
     assert {s["doc_id"] for s in out["sources"]} == {"nav16"}
-    assert len(fake_llm.stats().requests) == 2  # the letter, the answer
+    # The letter alone, the letter after the passages (neither a letter), the answer.
+    assert len(fake_llm.stats().requests) == 3
 
 
 async def test_a_question_no_passage_speaks_to_is_insufficient_without_a_guess(

@@ -7,17 +7,24 @@ from typing import Any
 
 import pytest
 
+from scholarflow import Context
+from scholarflow.llm.calls import LLMResult
+from scholarflow.nodes import option_pick
 from scholarflow.nodes.option_evidence import OptionEvidence, question_evidence
 from scholarflow.nodes.option_pick import (
     PRIOR_FLOOR,
+    SURE_SHARE,
+    OptionPick,
     calibrated,
     decide,
     letter_shares,
     options_question,
     picked_text,
+    read_pick,
     reversed_order,
 )
 from scholarflow.nodes.options import split_options
+from scholarflow.state import LLMUsage
 
 ASKED = split_options("Which residue carries the glycan?\n\nOptions:\nA) Trp324\nB) Asn326\n"
                       "C) Insufficient information to answer this question")
@@ -137,3 +144,68 @@ def test_an_abstention_names_the_insufficient_option_when_the_question_lists_one
     assert unsettled.abstained and unsettled.runner_up == "D) Phe302"
     assert picked_text(unsettled, four, [], chinese=False).startswith(
         "Insufficient information: the passages do not settle")  # no option to name
+
+
+class _Readings:
+    """llm.complete for the letter calls: each prompt's first-token alternatives, by
+    whether it holds the passages ("PASSAGES" in its system message) and the order shown."""
+
+    def __init__(self, with_passages: dict[str, float], alone: dict[str, float],
+                 reversed_with: dict[str, float] | None = None,
+                 logprobs: bool = True) -> None:
+        self.tables = {(True, False): with_passages, (False, False): alone,
+                       (True, True): reversed_with or with_passages, (False, True): alone}
+        self.logprobs = logprobs
+        self.prompts: list[Any] = []
+
+    async def complete(self, ctx: Any, prompt: Any, **kwargs: Any) -> LLMResult:
+        self.prompts.append(prompt)
+        table = self.tables[(len(prompt) > 1, "A) Insufficient" in prompt[-1][1])]
+        usage: LLMUsage = {"node": "answer_generation", "model": "m", "input_tokens": 1,
+                           "output_tokens": 1, "seconds": 0.0}
+        alternatives = tuple((k, math.log(p)) for k, p in table.items()) if self.logprobs else ()
+        return LLMResult(text="", usage=usage, first_token_logprobs=alternatives)
+
+
+async def _read(monkeypatch: pytest.MonkeyPatch, readings: _Readings) -> OptionPick | None:
+    monkeypatch.setattr(option_pick.llm, "complete", readings.complete)
+    head: Any = [("system", "PASSAGES")]
+    chosen, usage = await read_pick(Context(), head, options_question(FIVE), FIVE, [], [],
+                                    node="answer_generation")
+    assert len(usage) == len(readings.prompts)
+    return chosen
+
+
+async def test_a_sure_first_reading_answers_without_the_reversed_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Without passages the model spreads its letters; with them B holds SURE_SHARE.
+    sure = _Readings({"B": SURE_SHARE + 0.01, "A": 0.99 - SURE_SHARE}, dict.fromkeys("ABCDE", 0.2))
+    chosen = await _read(monkeypatch, sure)
+    assert chosen is not None and (chosen.letter, chosen.abstained) == ("B", False)
+    assert not chosen.both_orders
+    assert [len(p) for p in sure.prompts] == [1, 2]  # alone, then with the passages
+    assert "not to read the options again" in picked_text(chosen, FIVE, [], chinese=False)
+
+
+async def test_an_unsure_first_reading_is_checked_in_the_reversed_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # B under SURE_SHARE: reversed, the model's first is E there, Trp324 (A as asked).
+    unsure = _Readings({"B": 0.6, "A": 0.4}, dict.fromkeys("ABCDE", 0.2),
+                       reversed_with={"E": 0.7, "B": 0.3})
+    chosen = await _read(monkeypatch, unsure)
+    assert chosen is not None and chosen.both_orders
+    assert (chosen.letter, chosen.abstained, chosen.runner_up) == ("B", True, "A) Trp324")
+    # With the passages twice in a row (a cached prefix), each order's reading alone
+    # before and after them.
+    assert [len(p) for p in unsure.prompts] == [1, 2, 2, 1]
+    assert "A) Insufficient" in unsure.prompts[2][-1][1]
+
+
+async def test_a_server_without_alternatives_is_found_out_by_the_short_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    none = _Readings({"B": 1.0}, {"B": 1.0}, logprobs=False)
+    assert await _read(monkeypatch, none) is None
+    assert [len(p) for p in none.prompts] == [1]  # not the passages' long call
