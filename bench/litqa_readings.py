@@ -169,7 +169,7 @@ def report(path: str, questions: Sequence[Question]) -> None:
     by_n = {q.n: q for q in questions}
     records = [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines()]
     records = [r for r in records if r["n"] in by_n]
-    sure = [r for r in records if "reversed" not in r]  # the shipped rule stopped early
+    stopped = [r for r in records if "reversed" not in r]  # the shipped rule was sure
     records = [r for r in records if "reversed" in r]
     rows = []
     for name, rule in RULES:
@@ -189,7 +189,7 @@ def report(path: str, questions: Sequence[Question]) -> None:
         raw = sum(_sure(r, floor, raw=True) for r in records)
         rows.append(Row(f"one reading of the passages at {floor} (calibrated / raw)",
                         f"{sure} / {raw} of {len(records)}"))
-    if sure:
-        rows.append(Row("not scored: sure after one reading", str(len(sure))))
+    if stopped:
+        rows.append(Row("not scored: sure after one reading", str(len(stopped))))
     print_table(f"LitQA2 part c: rules on the same letter readings, {len(records)} questions "
                 "(correct / insufficient / wrong; precision)", rows)
