@@ -17,19 +17,25 @@ readings are scored; a sure one has two, and the table counts them):
 - `both orders agree, both calibrated`: each divided by its own reading without
   passages (the fifth session's rule);
 - `as asked calibrated if >= F, else both agree` (shipped at F = SURE_SHARE): the
-  calibrated reading as asked alone when it is that sure, else the rule above.
+  calibrated reading as asked alone when it is that sure, else the rule above;
+- `as asked calibrated if >= F, else mean of both orders`: the same, else the mean.
 
 An answer is "insufficient" when the rule abstains or picks the "insufficient" option.
+
+`python bench/litqa_readings.py FILE [--questions 1-41]` scores a recorded file again
+(bench/readings/ keeps the ones the bench README quotes).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from litqa_data import INSUFFICIENT, Question
+from litqa_data import INSUFFICIENT, Question, load_questions, select
 from recall_common import Row, print_table
 
 Shares = dict[str, float]  # option text -> share
@@ -140,6 +146,16 @@ def _sure(r: dict[str, Any], floor: float, raw: bool = False) -> bool:
     return first[best] >= floor
 
 
+def _sure_else_mean(floor: float) -> Callable[[dict[str, Any]], str | None]:
+    """The calibrated reading as asked when it is sure, else the mean of both orders as
+    read (three calls: no reading of the reversed order alone)."""
+    mean = _floor("mean", 0.0)
+
+    def rule(r: dict[str, Any]) -> str | None:
+        return _best(_calibrated(r["as_asked"], r["prior"])) if _sure(r, floor) else mean(r)
+    return rule
+
+
 def _calibrated_floor(floor: float) -> Callable[[dict[str, Any]], str | None]:
     def rule(r: dict[str, Any]) -> str | None:
         return _best(_calibrated(r["as_asked"], r["prior"])) if _sure(r, floor) else None
@@ -152,6 +168,8 @@ RULES: list[tuple[str, Callable[[dict[str, Any]], str | None]]] = [
       for f in (0.5, 0.6, 0.7, 0.8, 0.9)],
     *[(f"as asked calibrated if raw >= {f}, else both agree", _sure_else_agree(f, raw=True))
       for f in (0.5, 0.6, 0.7, 0.8, 0.9)],
+    *[(f"as asked calibrated if >= {f}, else mean of both orders", _sure_else_mean(f))
+      for f in (0.5, 0.6)],
     *[(f"as asked, floor {f}", _floor("as_asked", f)) for f in (0.0, 0.3, 0.5)],
     *[(f"mean of both orders, floor {f}", _floor("mean", f)) for f in (0.0, 0.3, 0.5)],
     *[(f"mean of both orders calibrated, floor {f}", _mean_calibrated(f)) for f in (0.0, 0.3, 0.4)],
@@ -193,3 +211,16 @@ def report(path: str, questions: Sequence[Question]) -> None:
         rows.append(Row("not scored: sure after one reading", str(len(stopped))))
     print_table(f"LitQA2 part c: rules on the same letter readings, {len(records)} questions "
                 "(correct / insufficient / wrong; precision)", rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Score every rule on recorded readings.")
+    parser.add_argument("readings", help="a JSON-lines file of `litqa.py answer --readings`")
+    parser.add_argument("--questions", default="1-41", help="question lines, e.g. 1,4,7-9")
+    args = parser.parse_args()
+    report(args.readings, select(load_questions(), args.questions, None))
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: scholarflow
+    main()
