@@ -96,89 +96,81 @@ def _best(shares: Shares) -> str:
     return max(shares, key=lambda k: shares[k])
 
 
-def _floor(name: str, floor: float) -> Callable[[dict[str, Any]], str | None]:
+Rule = Callable[[dict[str, Any]], str | None]
+
+
+def _mean(first: Shares, second: Shares) -> Shares:
+    return {k: (v + second[k]) / 2 for k, v in first.items()}
+
+
+def _floor(name: str, floor: float) -> Rule:
     def rule(r: dict[str, Any]) -> str | None:
         shares = r["as_asked"]
         if name == "mean":
-            shares = {k: (v + r["reversed"][k]) / 2 for k, v in shares.items()}
+            shares = _mean(shares, r["reversed"])
         best = _best(shares)
         return best if shares[best] >= floor else None
     return rule
 
 
-def _mean_calibrated(floor: float) -> Callable[[dict[str, Any]], str | None]:
+def _mean_calibrated(floor: float) -> Rule:
     def rule(r: dict[str, Any]) -> str | None:
-        first = _calibrated(r["as_asked"], r["prior"])
-        second = _calibrated(r["reversed"], r["prior_reversed"])
-        mean = {k: (v + second[k]) / 2 for k, v in first.items()}
+        mean = _mean(_calibrated(r["as_asked"], r["prior"]),
+                     _calibrated(r["reversed"], r["prior_reversed"]))
         best = _best(mean)
         return best if mean[best] >= floor else None
     return rule
 
 
 def _agree(first: Callable[[dict[str, Any]], Shares], second: Callable[[dict[str, Any]], Shares]
-           ) -> Callable[[dict[str, Any]], str | None]:
+           ) -> Rule:
     def rule(r: dict[str, Any]) -> str | None:
         best = _best(first(r))
         return best if best == _best(second(r)) else None
     return rule
 
 
-def _sure_else_agree(floor: float, raw: bool = False
-                     ) -> Callable[[dict[str, Any]], str | None]:
-    """The calibrated reading as asked when it is sure (one reading of the passages), else
-    both calibrated orders must agree (two). Sure: its best option holds `floor` of it;
-    `raw`: of the reading before calibration, and calibration keeps it first."""
-    agree = _agree(lambda r: _calibrated(r["as_asked"], r["prior"]),
-                   lambda r: _calibrated(r["reversed"], r["prior_reversed"]))
-
-    def rule(r: dict[str, Any]) -> str | None:
-        return _best(_calibrated(r["as_asked"], r["prior"])) if _sure(r, floor, raw) \
-            else agree(r)
-    return rule
-
-
-def _sure(r: dict[str, Any], floor: float, raw: bool = False) -> bool:
+def _sure_pick(r: dict[str, Any], floor: float, raw: bool = False) -> str | None:
+    """The calibrated reading as asked's best option when it is sure (one reading of the
+    passages): it holds `floor` of it; `raw`: of the reading before calibration, and
+    calibration keeps it first. None when it is not."""
     first = _calibrated(r["as_asked"], r["prior"])
     best = _best(first)
     if raw:
-        return _best(r["as_asked"]) == best and r["as_asked"][best] >= floor
-    return first[best] >= floor
+        sure = _best(r["as_asked"]) == best and r["as_asked"][best] >= floor
+    else:
+        sure = first[best] >= floor
+    return best if sure else None
 
 
-def _sure_else_mean(floor: float) -> Callable[[dict[str, Any]], str | None]:
-    """The calibrated reading as asked when it is sure, else the mean of both orders as
-    read (three calls: no reading of the reversed order alone)."""
-    mean = _floor("mean", 0.0)
-
+def _sure_else(floor: float, otherwise: Rule, raw: bool = False) -> Rule:
+    """`_sure_pick`, else `otherwise` (more readings)."""
     def rule(r: dict[str, Any]) -> str | None:
-        return _best(_calibrated(r["as_asked"], r["prior"])) if _sure(r, floor) else mean(r)
+        picked = _sure_pick(r, floor, raw)
+        return picked if picked is not None else otherwise(r)
     return rule
 
 
-def _calibrated_floor(floor: float) -> Callable[[dict[str, Any]], str | None]:
-    def rule(r: dict[str, Any]) -> str | None:
-        return _best(_calibrated(r["as_asked"], r["prior"])) if _sure(r, floor) else None
-    return rule
+# Both calibrated orders must agree (two readings of the passages).
+_BOTH_AGREE = _agree(lambda r: _calibrated(r["as_asked"], r["prior"]),
+                     lambda r: _calibrated(r["reversed"], r["prior_reversed"]))
 
 
-RULES: list[tuple[str, Callable[[dict[str, Any]], str | None]]] = [
-    *[(f"as asked calibrated, floor {f}", _calibrated_floor(f)) for f in (0.5, 0.7, 0.9)],
-    *[(f"as asked calibrated if >= {f}, else both agree", _sure_else_agree(f))
+RULES: list[tuple[str, Rule]] = [
+    *[(f"as asked calibrated, floor {f}", _sure_else(f, lambda r: None)) for f in (0.5, 0.7, 0.9)],
+    *[(f"as asked calibrated if >= {f}, else both agree", _sure_else(f, _BOTH_AGREE))
       for f in (0.5, 0.6, 0.7, 0.8, 0.9)],
-    *[(f"as asked calibrated if raw >= {f}, else both agree", _sure_else_agree(f, raw=True))
-      for f in (0.5, 0.6, 0.7, 0.8, 0.9)],
-    *[(f"as asked calibrated if >= {f}, else mean of both orders", _sure_else_mean(f))
-      for f in (0.5, 0.6)],
+    *[(f"as asked calibrated if raw >= {f}, else both agree",
+       _sure_else(f, _BOTH_AGREE, raw=True)) for f in (0.5, 0.6, 0.7, 0.8, 0.9)],
+    *[(f"as asked calibrated if >= {f}, else mean of both orders",
+       _sure_else(f, _floor("mean", 0.0))) for f in (0.5, 0.6)],
     *[(f"as asked, floor {f}", _floor("as_asked", f)) for f in (0.0, 0.3, 0.5)],
     *[(f"mean of both orders, floor {f}", _floor("mean", f)) for f in (0.0, 0.3, 0.5)],
     *[(f"mean of both orders calibrated, floor {f}", _mean_calibrated(f)) for f in (0.0, 0.3, 0.4)],
     ("both orders agree, raw", _agree(lambda r: r["as_asked"], lambda r: r["reversed"])),
     ("both orders agree, first calibrated",
      _agree(lambda r: _calibrated(r["as_asked"], r["prior"]), lambda r: r["reversed"])),
-    ("both orders agree, both calibrated",
-     _agree(lambda r: _calibrated(r["as_asked"], r["prior"]),
-            lambda r: _calibrated(r["reversed"], r["prior_reversed"]))),
+    ("both orders agree, both calibrated", _BOTH_AGREE),
 ]
 
 
@@ -203,8 +195,8 @@ def report(path: str, questions: Sequence[Question]) -> None:
         precision = f"{right / (right + wrong):.2f}" if right + wrong else "-"
         rows.append(Row(name, f"{right} / {unsure} / {wrong}; {precision}"))
     for floor in (0.5, 0.6, 0.7, 0.8, 0.9):
-        sure = sum(_sure(r, floor) for r in records)
-        raw = sum(_sure(r, floor, raw=True) for r in records)
+        sure = sum(_sure_pick(r, floor) is not None for r in records)
+        raw = sum(_sure_pick(r, floor, raw=True) is not None for r in records)
         rows.append(Row(f"one reading of the passages at {floor} (calibrated / raw)",
                         f"{sure} / {raw} of {len(records)}"))
     if stopped:
