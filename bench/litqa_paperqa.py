@@ -103,8 +103,18 @@ def _settings(args: argparse.Namespace) -> Any:
                                         timeout=args.timeout * 4))
 
 
-def _calls(log: Path) -> int:
-    return log.read_text(errors="replace").count(CALL_LINE) if log.exists() else 0
+def _log_end(log: Path) -> int:
+    return log.stat().st_size if log.exists() else 0
+
+
+def _calls_since(log: Path, offset: int) -> int:
+    """The chat calls the server logged after `offset`: only what this question added is
+    read, not the whole log again."""
+    if not log.exists():
+        return 0
+    with log.open("rb") as f:
+        f.seek(offset)
+        return f.read().decode(errors="replace").count(CALL_LINE)
 
 
 async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -114,7 +124,7 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     settings = _settings(args)
     results = []
     for q in select(load_questions(), args.questions, None):
-        before, start = _calls(args.server_log), time.monotonic()
+        offset, start = _log_end(args.server_log), time.monotonic()
         session = (await agent_query(q.asked(), settings)).session
         picked = chosen_option(session.answer, q)
         verdict = ("insufficient" if picked in (None, INSUFFICIENT)
@@ -122,7 +132,7 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         prompt = sum(counts[0] for counts in session.token_counts.values())
         completion = sum(counts[1] for counts in session.token_counts.values())
         result = {"n": q.n, "verdict": verdict, "picked": picked, "ideal": q.ideal,
-                  "calls": _calls(args.server_log) - before, "prompt_tokens": prompt,
+                  "calls": _calls_since(args.server_log, offset), "prompt_tokens": prompt,
                   "completion_tokens": completion, "contexts": len(session.contexts),
                   "seconds": round(time.monotonic() - start), "answer": session.answer}
         print(json.dumps(result, ensure_ascii=False), file=sys.stderr, flush=True)
