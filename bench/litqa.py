@@ -215,7 +215,8 @@ class _Recorder:
             async def call(ctx: Any, prompt: Any, *, node: str, **kwargs: Any) -> Any:
                 text = "\n\n".join(content for _, content in prompt)
                 self.prompts.append((node, text))
-                if self.stop_at_answer and node == "answer_generation":
+                # The reading of the question alone comes first and holds no passages.
+                if self.stop_at_answer and node == "answer_generation" and "<chunk " in text:
                     raise _Stop("recall measured; the answer is not asked for")
                 return await original(ctx, prompt, node=node, **kwargs)
             return call
