@@ -49,6 +49,7 @@ from scholarflow.nodes.option_evidence import (
     OptionEvidence,
     format_option_evidence,
     option_evidence,
+    option_passages,
     question_evidence,
     reserve_tokens,
 )
@@ -197,8 +198,8 @@ class _Answerer:
         kept: list[RecalledChunkState] = await select_evidence(
             recalled, room, aimed=aimed, question=asked.stem,
             rule=LIBRARY_RULE if library else DEFAULT_RULE)
-        if asked.options:  # best last, next to the question: a small model reads it best
-            kept = kept[::-1]
+        if asked.options:  # the best and those naming an option, best last: nearest the
+            kept = option_passages(asked, kept)[::-1]  # question, where a small model reads
         held = support(asked.stem, kept)
         if intent == Intent.LITERATURE_QA and held < SUPPORT_FLOOR:
             return self.unsupported(asked, held), []
