@@ -12,6 +12,10 @@ An option is named by a sentence when its words appear there in order
 its numbers do ("residues 344–360" by "amino acids 344-360"). "Yes", "No" and
 the like, and paraphrased options ("There are no significant differences"),
 are named by none; when no option is named, the prompt gets no list.
+
+The same test of naming trims the prompt's passages (`option_passages`): every
+reading of the options sends them all, so a multiple-choice prompt keeps the
+best few and, of the rest, only those naming an option.
 """
 
 from __future__ import annotations

@@ -117,10 +117,10 @@ async def test_the_key_passage_reaches_the_answer_prompt(fake_llm: FakeOpenAISer
     await _library()
     # The model picks an option and cites nothing (as small models do): the answer's
     # sources still name the passage that supports it (nodes/attribution.py).
-    # The model's first token is the letter C, at 50%: under SURE_SHARE, so the options
+    # The model's first token is the letter C, at 45%: under SURE_SHARE, so the options
     # are read reversed too, where Asn326 is still C (the middle of five) and first
     # (nodes/option_pick.py).
-    fake_llm.configure(rules=pick_rules({"C": 0.5, "A": 0.3, "E": 0.15, "The": 0.05},
+    fake_llm.configure(rules=pick_rules({"C": 0.45, "A": 0.35, "E": 0.15, "The": 0.05},
                                         {"C": 0.6, "A": 0.4}))
     stem = STEM
     out, _ = await run_graph({"query": litqa_question(stem), "kb": "lib"}, Context())
@@ -156,7 +156,7 @@ async def test_the_key_passage_reaches_the_answer_prompt(fake_llm: FakeOpenAISer
     # The option, the passage sentence that names it, cited, and the model's share.
     assert out["answer"].startswith("C) Asn326\n\nPassage [")
     assert "attaching to Asn326." in out["answer"]
-    assert "it gave it 53% of its choice, weighed against its choice without them" in out[
+    assert "it gave it 47% of its choice, weighed against its choice without them" in out[
         "answer"]
     assert {s["doc_id"] for s in out["sources"]} == {"nav16"}
     # The question's turn lists where the passages name each option (option_evidence.py).
@@ -212,7 +212,7 @@ async def test_an_answer_that_changes_with_the_order_is_answered_insufficient(
     await _library()
     # As asked the model ranks C (Asn326) first, under SURE_SHARE; reversed, B (Phe302,
     # D as asked).
-    fake_llm.configure(rules=pick_rules({"C": 0.5, "A": 0.35, "E": 0.15},
+    fake_llm.configure(rules=pick_rules({"C": 0.45, "A": 0.4, "E": 0.15},
                                         {"B": 0.5, "C": 0.4, "A": 0.1}))
     out, _ = await run_graph({"query": litqa_question(STEM), "kb": "lib"}, Context())
     assert out["error"] is None
@@ -360,6 +360,23 @@ def test_option_evidence_quotes_the_sentence_naming_each_option() -> None:
     paraphrased = split_options("How do they differ?\nA) Introns have more methylation\n"
                                 "B) There are no significant differences")
     assert format_option_evidence(option_evidence(paraphrased, passages)) == ""
+
+
+def test_an_options_prompt_keeps_the_best_passages_and_those_naming_an_option() -> None:
+    from scholarflow.nodes.option_evidence import OPTION_PASSAGES, option_passages
+
+    asked = split_options("Which residue carries the glycan?\nA) Asn326\nB) Leu288\n"
+                          "C) Insufficient information")
+    best: list[Any] = [{"text": f"Passage {i} on the channel's glycans."}
+                       for i in range(OPTION_PASSAGES)]
+    naming: Any = {"text": "The density attaches to Asn326 (Fig. 2C)."}
+    neither: Any = {"text": "Insufficient information was found on other sites."}
+    later: Any = {"text": "Leu288 lines the pore."}
+    kept = option_passages(asked, [*best, neither, naming, later])
+    # The best by rank, then the rest that name an option, in their order; the
+    # "insufficient" option names no passage.
+    assert kept == [*best, naming, later]
+    assert option_passages(asked, best[:3]) == best[:3]
 
 
 async def test_a_comment_on_the_plan_of_a_multiple_choice_question_is_planned(

@@ -192,7 +192,7 @@ async def test_an_unsure_first_reading_is_checked_in_the_reversed_order(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # B under SURE_SHARE: reversed, the model's first is E there, Trp324 (A as asked).
-    unsure = _Readings({"B": 0.6, "A": 0.4}, dict.fromkeys("ABCDE", 0.2),
+    unsure = _Readings({"B": 0.45, "A": 0.35, "C": 0.2}, dict.fromkeys("ABCDE", 0.2),
                        reversed_with={"E": 0.7, "B": 0.3})
     chosen = await _read(monkeypatch, unsure)
     assert chosen is not None and chosen.both_orders
