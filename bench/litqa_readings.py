@@ -22,7 +22,7 @@ readings are scored; a sure one has two, and the table counts them):
 
 An answer is "insufficient" when the rule abstains or picks the "insufficient" option.
 
-`python bench/litqa_readings.py FILE [--questions 1-41]` scores a recorded file again
+`.venv/bin/python bench/litqa_readings.py FILE [--questions 1-41]` scores a recorded file again
 (bench/readings/ keeps the ones the bench README quotes).
 """
 
