@@ -233,10 +233,14 @@ class _Answerer:
         self.usage.extend(usage)
         if chosen is None:
             return None
-        self.thinking.say("The model's choice among the options, weighed against its choice "
-                          f"without the passages: {chosen.describe()}."
-                          + (f" With their order reversed: {chosen.runner_up}."
-                             if chosen.runner_up else ""))
+        if chosen.free:
+            self.thinking.say(f"The model's answer from the passages, asked without the "
+                              f"options: {chosen.describe()}.")
+        else:
+            self.thinking.say("The model's choice among the options, weighed against its "
+                              f"choice without the passages: {chosen.describe()}."
+                              + (f" With their order reversed: {chosen.runner_up}."
+                                 if chosen.runner_up else ""))
         text = picked_text(chosen, asked, evidence, chinese=self.language != "English",
                            otherwise=question_evidence(asked, kept))
         if chosen.abstained:  # drawn from no passage: nothing to cite

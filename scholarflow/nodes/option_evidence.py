@@ -31,8 +31,9 @@ from scholarflow.retrieval.index.tokenize import query_terms
 from scholarflow.state import RecalledChunkState
 from scholarflow.tokens import count_tokens
 
-__all__ = ["OPTION_PASSAGES", "OptionEvidence", "format_option_evidence", "option_evidence",
-           "option_passages", "question_evidence", "reserve_tokens"]
+__all__ = ["OPTION_PASSAGES", "UNNAMEABLE", "OptionEvidence", "format_option_evidence",
+           "option_evidence", "option_passages", "option_words", "question_evidence",
+           "reserve_tokens", "words"]
 
 # A multiple-choice answer prompt keeps the best few passages, and of the rest those
 # naming an option: the key passage ranks high or names the right option. On LitQA2's dev
@@ -47,7 +48,7 @@ _ABBREVIATION = re.compile(
     r"(?:\b(?:Figs?|Fig|Eqs?|Refs?|No|vs|ca|approx|al|e\.g|i\.e|cf|Suppl|Supp|Tab)\.)$", re.I)
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # Options every passage "names": "No" in "No effect was seen" says nothing about "No".
-_UNNAMEABLE = [["yes"], ["no"], ["none"], ["both"], ["neither"], ["all"]]
+UNNAMEABLE = [["yes"], ["no"], ["none"], ["both"], ["neither"], ["all"]]
 _RANGE_WORDS = frozenset({"to", "through"})
 _DASHES = str.maketrans({c: "-" for c in "\u2010\u2011\u2012\u2013\u2014\u2212"} | {"×": "x"})
 
@@ -71,14 +72,15 @@ def _sentences(text: str) -> list[str]:
     return merged
 
 
-def _words(text: str) -> list[str]:
+def words(text: str) -> list[str]:
+    """`text`'s words, lower case, dashes and "×" normalised."""
     return _WORD.findall(text.translate(_DASHES).lower())
 
 
 def _names(option: list[str], sentence: list[str]) -> bool:
     """`sentence` names `option`: its words in order; for an option with numbers, its
     numbers in order ("residues 344–360" is named by "amino acids 344-360")."""
-    if option in _UNNAMEABLE:
+    if option in UNNAMEABLE:
         return False
     if _contains(sentence, option):
         return True
@@ -96,17 +98,22 @@ def _digit(word: str) -> bool:
     return any(c.isdigit() for c in word)
 
 
-def _contains(words: list[str], part: list[str]) -> bool:
+def _contains(whole: list[str], part: list[str]) -> bool:
     width = len(part)
-    return width > 0 and any(words[i:i + width] == part for i in range(len(words) - width + 1))
+    return width > 0 and any(whole[i:i + width] == part for i in range(len(whole) - width + 1))
 
 
 def _candidates(asked: Options) -> list[tuple[str, str, list[str]]]:
     """(letter, text, words) of each option but the "insufficient" one."""
     skip = insufficient_option(asked)
-    return [(letter, text, _words(text))
+    return [(letter, text, words(text))
             for letter, text in zip(asked.letters, asked.options, strict=True)
             if not (skip and letter == skip[0])]
+
+
+def option_words(asked: Options) -> list[tuple[str, list[str]]]:
+    """(letter, words) of each option but the "insufficient" one."""
+    return [(letter, option) for letter, _, option in _candidates(asked)]
 
 
 def option_evidence(asked: Options, passages: Sequence[RecalledChunkState]
@@ -114,11 +121,11 @@ def option_evidence(asked: Options, passages: Sequence[RecalledChunkState]
     """Each option but the "insufficient" one with the sentence that names it best."""
     terms = _stem_terms(asked)
     # Each sentence's words once, not once per option.
-    split = [[(s, _words(s)) for s in _sentences(p["text"])] for p in passages]
+    split = [[(s, words(s)) for s in _sentences(p["text"])] for p in passages]
     found: list[OptionEvidence] = []
     for letter, text, option in _candidates(asked):
         best = _nearest(terms, ((number, sentence) for number, sentences in enumerate(split, 1)
-                                for sentence, words in sentences if _names(option, words)))
+                                for sentence, said in sentences if _names(option, said)))
         found.append(OptionEvidence(letter, text, *best) if best
                      else OptionEvidence(letter, text, None, ""))
     return found
@@ -128,11 +135,11 @@ def option_passages(asked: Options, passages: Sequence[RecalledChunkState]
                     ) -> list[RecalledChunkState]:
     """The first OPTION_PASSAGES of `passages` (best first), then those of the rest with a
     sentence naming an option, in their order."""
-    options = [words for _, _, words in _candidates(asked)]
+    options = [option for _, option in option_words(asked)]
 
     def names_one(passage: RecalledChunkState) -> bool:
-        split = [_words(sentence) for sentence in _sentences(passage["text"])]
-        return any(_names(option, words) for option in options for words in split)
+        split = [words(sentence) for sentence in _sentences(passage["text"])]
+        return any(_names(option, said) for option in options for said in split)
 
     head = list(passages[:OPTION_PASSAGES])
     return head + [p for p in passages[OPTION_PASSAGES:] if names_one(p)]

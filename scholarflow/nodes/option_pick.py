@@ -24,9 +24,11 @@ stand for, and its guess without the passages is in the reading too. So:
   (nodes/option_evidence.py), cited, and its share: no call writes an
   explanation, which cost the 1.5B model 300-odd tokens at 10-15 a second.
 
-Two or four one-token calls: the question alone as asked, then with the passages; when
-that is not sure, with the passages reversed right after it, so a server that caches one
-prompt's prefix (llama.cpp does) reads the passages once, then reversed alone. The calls
+The question alone as asked (one token), then the stem alone after the passages, answered
+in words (nodes/option_free.py): an answer naming one option ends it there, in two calls.
+Else one-token calls: with the passages; when that is not sure, with the passages
+reversed right after it, so a server that caches one prompt's prefix (llama.cpp does)
+reads the passages once, then reversed alone: three or five calls. The calls
 without passages are a question's length. On LitQA2 with Qwen2.5-1.5B
 (bench/README.md, `litqa.py answer --readings`) the one uncalibrated reading at a floor
 of half its choice answered few questions; calibrating one order only let two wrong
@@ -53,6 +55,7 @@ from scholarflow.nodes.option_evidence import (
     format_option_evidence,
     option_evidence,
 )
+from scholarflow.nodes.option_free import read_free
 from scholarflow.nodes.options import Options, insufficient_option
 from scholarflow.prompts import (
     PICK_NONE_EN,
@@ -61,6 +64,8 @@ from scholarflow.prompts import (
     PICK_SPLIT_ZH,
     PICKED_EVIDENCE_EN,
     PICKED_EVIDENCE_ZH,
+    PICKED_FREE_EN,
+    PICKED_FREE_ZH,
     PICKED_SHARE_EN,
     PICKED_SHARE_ZH,
     PICKED_SURE_EN,
@@ -96,9 +101,12 @@ class OptionPick:
     shares: tuple[tuple[str, float], ...] = ()  # the first reading's, calibrated, best first
     runner_up: str = ""  # "D) text": the reversed reading's best, when it differs
     both_orders: bool = True  # False: the first reading was SURE_SHARE sure alone
+    free: str = ""  # the answer asked without the options, when it named this one
 
     def describe(self) -> str:
         """The shares for the thinking events: "C 62%, A 20%, ..."."""
+        if self.free:
+            return f'"{self.free}" without the options: {self.letter}'
         return ", ".join(f"{letter} {share:.0%}" for letter, share in self.shares)
 
 
@@ -202,6 +210,11 @@ async def read_pick(ctx: Context, head: llm.Prompt, question: str, asked: Option
         # with the passages one after the other, so a server caching one prompt's prefix
         # (llama.cpp) reads the passages once.
         prior = await alone(asked, question)
+        # The stem alone, before the letters: an answer naming an option settles it.
+        named, said = await read_free(ctx, head, asked, node=node, usage=usage)
+        if named is not None:
+            return OptionPick(named, asked.options[asked.letters.index(named)], 1.0, False,
+                              both_orders=False, free=said), usage
         first = await after_head(asked, question, evidence)
         if first is None:
             return None, usage
@@ -233,6 +246,10 @@ def picked_text(chosen: OptionPick, asked: Options, evidence: Sequence[OptionEvi
         if said is not None and said.passage:
             quote = PICKED_EVIDENCE_ZH if chinese else PICKED_EVIDENCE_EN
             lines += [quote.format(n=said.passage, sentence=said.sentence), ""]
+        if chosen.free:
+            lines.append((PICKED_FREE_ZH if chinese else PICKED_FREE_EN).format(
+                free=chosen.free))
+            return "\n".join(lines)
         if chosen.both_orders:
             said_share = PICKED_SHARE_ZH if chinese else PICKED_SHARE_EN
         else:

@@ -201,3 +201,20 @@ PICK_NONE_EN = prompt(
     "({share} of its choice).", "share")
 PICK_NONE_ZH = prompt("PICK_NONE_ZH", "信息不足：模型认为没有段落能回答这个问题（把握 {share}）。",
                       "share")
+# The question's stem alone after the passages (nodes/option_free.py): a short answer in
+# the passages' words, matched to the options afterwards, so neither a letter nor the
+# options' order sways it.
+FREE_ANSWER_EN = prompt(
+    "FREE_ANSWER_EN",
+    "{stem}\n\n(Reply with only the answer itself, in a few words copied from the passages. "
+    "If the passages do not say, reply: not stated.)", "stem")
+FREE_ANSWER_ZH = prompt(
+    "FREE_ANSWER_ZH",
+    "{stem}\n\n（只回答答案本身，用从段落中照抄的几个词。如果段落没有说明，回答：未提及。）",
+    "stem")
+PICKED_FREE_EN = prompt(
+    "PICKED_FREE_EN",
+    "(Asked without the options, the model answered \"{free}\" from the passages: this "
+    "option.)", "free")
+PICKED_FREE_ZH = prompt(
+    "PICKED_FREE_ZH", "（不看选项时，模型根据这些段落回答“{free}”：即这个选项。）", "free")

@@ -11,6 +11,7 @@ from scholarflow import Context
 from scholarflow.llm.calls import LLMResult
 from scholarflow.nodes import option_pick
 from scholarflow.nodes.option_evidence import OptionEvidence, question_evidence
+from scholarflow.nodes.option_free import first_line, free_option
 from scholarflow.nodes.option_pick import (
     PRIOR_FLOOR,
     SURE_SHARE,
@@ -152,10 +153,11 @@ class _Readings:
 
     def __init__(self, with_passages: dict[str, float], alone: dict[str, float],
                  reversed_with: dict[str, float] | None = None,
-                 logprobs: bool = True) -> None:
+                 logprobs: bool = True, free: str = "not stated") -> None:
         self.tables = {(True, False): with_passages, (False, False): alone,
                        (True, True): reversed_with or with_passages, (False, True): alone}
         self.logprobs = logprobs
+        self.free = free  # the reply to the stem alone after the passages
         self.prompts: list[Any] = []
 
     async def complete(self, ctx: Any, prompt: Any, **kwargs: Any) -> LLMResult:
@@ -163,6 +165,8 @@ class _Readings:
         table = self.tables[(len(prompt) > 1, "A) Insufficient" in prompt[-1][1])]
         usage: LLMUsage = {"node": "answer_generation", "model": "m", "input_tokens": 1,
                            "output_tokens": 1, "seconds": 0.0}
+        if not kwargs.get("top_logprobs"):  # the stem alone, answered in words
+            return LLMResult(text=self.free, usage=usage)
         alternatives = tuple((k, math.log(p)) for k, p in table.items()) if self.logprobs else ()
         return LLMResult(text="", usage=usage, first_token_logprobs=alternatives)
 
@@ -184,7 +188,8 @@ async def test_a_sure_first_reading_answers_without_the_reversed_order(
     chosen = await _read(monkeypatch, sure)
     assert chosen is not None and (chosen.letter, chosen.abstained) == ("B", False)
     assert not chosen.both_orders
-    assert [len(p) for p in sure.prompts] == [1, 2]  # alone, then with the passages
+    # Alone, the stem after the passages ("not stated"), the letter after them.
+    assert [len(p) for p in sure.prompts] == [1, 2, 2]
     assert "not to read the options again" in picked_text(chosen, FIVE, [], chinese=False)
 
 
@@ -199,8 +204,8 @@ async def test_an_unsure_first_reading_is_checked_in_the_reversed_order(
     assert (chosen.letter, chosen.abstained, chosen.runner_up) == ("B", True, "A) Trp324")
     # With the passages twice in a row (a cached prefix), each order's reading alone
     # before and after them.
-    assert [len(p) for p in unsure.prompts] == [1, 2, 2, 1]
-    assert "A) Insufficient" in unsure.prompts[2][-1][1]
+    assert [len(p) for p in unsure.prompts] == [1, 2, 2, 2, 1]
+    assert "A) Insufficient" in unsure.prompts[3][-1][1]
 
 
 async def test_a_server_without_alternatives_is_found_out_by_the_short_call(
@@ -209,3 +214,41 @@ async def test_a_server_without_alternatives_is_found_out_by_the_short_call(
     none = _Readings({"B": 1.0}, {"B": 1.0}, logprobs=False)
     assert await _read(monkeypatch, none) is None
     assert [len(p) for p in none.prompts] == [1]  # not the passages' long call
+
+
+def test_an_answer_in_words_names_the_option_it_has_the_words_of() -> None:
+    opts = split_options("Which change?\n\nOptions:\nA) 5-fold\nB) 2-fold\n"
+                         "C) East and southeast\nD) East and southeast: northeast\nE) No\n"
+                         "F) Insufficient information to answer this question")
+    assert free_option("5-fold more sensitive to desiccation [2]", opts) == "A"
+    assert free_option("east and southeast", opts) == "C"  # all its words, only its own
+    assert free_option("East and southeast: northeast.\n\nBecause [1]", opts) == "D"
+    assert free_option("No", opts) == "E"  # "No" must be the whole answer
+    assert free_option("No change in the northeast", opts) is None
+    assert free_option("not stated", opts) is None
+    assert free_option("Insufficient information to answer this question", opts) is None
+    assert free_option("3-fold", opts) is None  # half of each option's words: neither
+    assert free_option("", opts) is None
+    assert first_line("[1][3]\n\nAsn326 [2]") == "Asn326"
+
+
+async def test_an_answer_in_words_naming_an_option_settles_it_without_the_letters(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The letters would leave it unsettled; asked without the options, the model said
+    # "Asn326" (B).
+    readings = _Readings({"A": 0.45, "B": 0.4, "C": 0.15}, dict.fromkeys("ABCDE", 0.2),
+                         reversed_with={"E": 0.7, "B": 0.3}, free="Asn326 [3]")
+    chosen = await _read(monkeypatch, readings)
+    assert chosen is not None and (chosen.letter, chosen.abstained) == ("B", False)
+    assert chosen.free == "Asn326"
+    # The letter alone (a server without alternatives is found out cheaply), then the
+    # stem alone after the passages, and nothing more.
+    assert [len(p) for p in readings.prompts] == [1, 2]
+    assert readings.prompts[1][-1][1].startswith("Which residue carries the glycan?\n\n(Reply")
+    said = OptionEvidence("B", "Asn326", 2, "The glycan is attached to Asn326.")
+    text = picked_text(chosen, FIVE, [said], chinese=False)
+    assert text == ('B) Asn326\n\nPassage [2] says: "The glycan is attached to Asn326." [2]'
+                    '\n\n(Asked without the options, the model answered "Asn326" from the '
+                    'passages: this option.)')
+    assert "模型根据这些段落回答“Asn326”" in picked_text(chosen, FIVE, [said], chinese=True)

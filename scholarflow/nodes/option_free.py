@@ -1,0 +1,78 @@
+"""A multiple-choice question asked first without its options.
+
+Shown the passages and the stem alone, Qwen2.5-1.5B answers in the passages' own words
+("Asn326", "47% identical", "substrate-bound Get3"), and neither a letter it favours
+nor the options' order sways it: on LitQA2's dev split (bench/README.md) that answer
+named an option for 18 of 41 questions, the right one for 16, among them four that the
+letter readings (nodes/option_pick.py) left unsettled or got wrong. So the letter
+readings are asked only when this answer names no option: "not stated", an answer no
+option matches, or one two options match alike.
+
+An option is named when the answer (its first line, citations dropped) has the
+option's words, or when, of the options whose words it has at least COVERED of, it has
+most of that option's and its own words are most that option's: "5-fold more sensitive"
+names "5-fold", and "East and southeast" names "East and southeast", not "East and
+southeast: northeast". "Yes", "No" and the like must be the whole answer.
+"""
+
+from __future__ import annotations
+
+import re
+
+from scholarflow.context import Context
+from scholarflow.language import is_chinese
+from scholarflow.llm import calls as llm
+from scholarflow.nodes.option_evidence import UNNAMEABLE, option_words, words
+from scholarflow.nodes.options import Options
+from scholarflow.prompts import FREE_ANSWER_EN, FREE_ANSWER_ZH
+from scholarflow.state import LLMUsage
+
+__all__ = ["COVERED", "FREE_TOKENS", "first_line", "free_option", "read_free"]
+
+FREE_TOKENS = 32  # a few words: the answer, not an explanation (3 tokens p50 on LitQA2)
+COVERED = 0.6  # the share of an option's words an answer must have to name it
+SHOWN_CHARS = 120  # the answer as quoted back to the reader
+_CITATION = re.compile(r"\[\d+(?:\s*[,，-]\s*\d+)*\]")
+_NOT_STATED = re.compile(r"not (?:stated|mentioned|specified|provided|given)|insufficient|"
+                         r"未提及|未说明|没有说明|信息不足", re.I)
+
+
+def first_line(answer: str) -> str:
+    """The answer's first line without its citations, as the reader is shown it."""
+    lines = [line.strip() for line in _CITATION.sub(" ", answer).splitlines() if line.strip()]
+    return " ".join(lines[0].split())[:SHOWN_CHARS] if lines else ""
+
+
+def free_option(answer: str, asked: Options) -> str | None:
+    """The letter of the one option `answer` names; None for "not stated", for an answer
+    naming none, and for one naming two alike."""
+    line = first_line(answer)
+    said = words(line)
+    if not said or _NOT_STATED.search(line):
+        return None
+    scored: list[tuple[tuple[float, float], str]] = []
+    for letter, option in option_words(asked):
+        if option == said:
+            return letter
+        if not option or option in UNNAMEABLE:
+            continue
+        covered = sum(w in said for w in option) / len(option)
+        own = sum(w in option for w in said) / len(said)
+        scored.append(((covered, own), letter))
+    scored.sort(reverse=True)
+    if not scored or scored[0][0][0] < COVERED:
+        return None
+    if len(scored) > 1 and scored[0][0] == scored[1][0]:
+        return None
+    return scored[0][1]
+
+
+async def read_free(ctx: Context, head: llm.Prompt, asked: Options, *, node: str,
+                    usage: list[LLMUsage]) -> tuple[str | None, str]:
+    """(the letter of the option it names or None, the answer's first line): the stem
+    alone after `head`, the answer prompt's system message with the passages."""
+    template = FREE_ANSWER_ZH if is_chinese(asked.stem) else FREE_ANSWER_EN
+    result = await llm.complete(ctx, [*head, ("user", template.format(stem=asked.stem))],
+                                node=node, max_tokens=FREE_TOKENS)
+    usage.append(result.usage)
+    return free_option(result.text, asked), first_line(result.text)
