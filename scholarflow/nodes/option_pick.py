@@ -106,7 +106,7 @@ class OptionPick:
     def describe(self) -> str:
         """The shares for the thinking events: "C 62%, A 20%, ..."."""
         if self.free:
-            return f'"{self.free}" without the options: {self.letter}'
+            return f'"{self.free}", option {self.letter}'
         return ", ".join(f"{letter} {share:.0%}" for letter, share in self.shares)
 
 

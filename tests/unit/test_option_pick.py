@@ -241,7 +241,7 @@ async def test_an_answer_in_words_naming_an_option_settles_it_without_the_letter
                          reversed_with={"E": 0.7, "B": 0.3}, free="Asn326 [3]")
     chosen = await _read(monkeypatch, readings)
     assert chosen is not None and (chosen.letter, chosen.abstained) == ("B", False)
-    assert chosen.free == "Asn326"
+    assert chosen.free == "Asn326" and chosen.describe() == '"Asn326", option B'
     # The letter alone (a server without alternatives is found out cheaply), then the
     # stem alone after the passages, and nothing more.
     assert [len(p) for p in readings.prompts] == [1, 2]
