@@ -3,7 +3,7 @@
 Shown the passages and the stem alone, Qwen2.5-1.5B answers in the passages' own words
 ("Asn326", "47% identical", "substrate-bound Get3"), and neither a letter it favours
 nor the options' order sways it: on LitQA2's dev split (bench/README.md) that answer
-named an option for 18 of 41 questions, the right one for 16, among them four that the
+named an option for 18 of 41 questions, the right one for 16, among them six that the
 letter readings (nodes/option_pick.py) left unsettled or got wrong. So the letter
 readings are asked only when this answer names no option: "not stated", an answer no
 option matches, or one two options match alike.
