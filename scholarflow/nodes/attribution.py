@@ -198,10 +198,15 @@ def is_claim(sentence: str) -> bool:
     if not line or line.startswith(("#", "|", "```", "---", "***", ">")):
         return False
     text = plain(line)
-    if not text or text[-1] in "?？:：" or _REFUSAL.search(text):
+    if not text or text[-1] in "?？:：" or is_refusal(text):
         return False
     return len(_WORD.findall(_CJK.sub(" ", text))) >= MIN_WORDS or \
         len(_CJK.findall(text)) >= MIN_CJK
+
+
+def is_refusal(text: str) -> bool:
+    """Whether `text` says the material does not answer ("not stated", "未提及")."""
+    return _REFUSAL.search(text) is not None
 
 
 def _words(text: str) -> float:

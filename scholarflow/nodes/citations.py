@@ -36,6 +36,11 @@ _UNCLOSED = re.compile(rf"{_OPEN_SET}[\d\s,，、;；\-–—~]{{0,100}}$")
 _LONGEST = 120  # characters of one citation, to look back for its opening bracket
 
 
+def drop_citations(text: str) -> str:
+    """`text` with every citation ("[2]", "[1, 3]", "【2-4】") replaced by a space."""
+    return _CITATION.sub(" ", text)
+
+
 def number_chunks(chunks: Iterable[RecalledChunkState]) -> list[RecalledChunkState]:
     """Unique chunks, best score first (a chunk found by two steps counts once)."""
     best: dict[str, RecalledChunkState] = {}

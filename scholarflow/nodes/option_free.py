@@ -17,13 +17,13 @@ southeast: northeast". "Yes", "No" and the like must be the whole answer.
 
 from __future__ import annotations
 
-import re
-
 from scholarflow.context import Context
 from scholarflow.language import is_chinese
 from scholarflow.llm import calls as llm
+from scholarflow.nodes.attribution import is_refusal
+from scholarflow.nodes.citations import drop_citations
 from scholarflow.nodes.option_evidence import UNNAMEABLE, option_words, words
-from scholarflow.nodes.options import Options
+from scholarflow.nodes.options import Options, says_insufficient
 from scholarflow.prompts import FREE_ANSWER_EN, FREE_ANSWER_ZH
 from scholarflow.state import LLMUsage
 
@@ -32,14 +32,11 @@ __all__ = ["COVERED", "FREE_TOKENS", "first_line", "free_option", "read_free"]
 FREE_TOKENS = 32  # a few words: the answer, not an explanation (3 tokens p50 on LitQA2)
 COVERED = 0.6  # the share of an option's words an answer must have to name it
 SHOWN_CHARS = 120  # the answer as quoted back to the reader
-_CITATION = re.compile(r"\[\d+(?:\s*[,，-]\s*\d+)*\]")
-_NOT_STATED = re.compile(r"not (?:stated|mentioned|specified|provided|given)|insufficient|"
-                         r"未提及|未说明|没有说明|信息不足", re.I)
 
 
 def first_line(answer: str) -> str:
     """The answer's first line without its citations, as the reader is shown it."""
-    lines = [line.strip() for line in _CITATION.sub(" ", answer).splitlines() if line.strip()]
+    lines = [line.strip() for line in drop_citations(answer).splitlines() if line.strip()]
     return " ".join(lines[0].split())[:SHOWN_CHARS] if lines else ""
 
 
@@ -48,7 +45,9 @@ def free_option(answer: str, asked: Options) -> str | None:
     naming none, and for one naming two alike."""
     line = first_line(answer)
     said = words(line)
-    if not said or _NOT_STATED.search(line):
+    # "Not stated", "insufficient information": the model found no answer; the letter
+    # readings decide whether to abstain.
+    if not said or is_refusal(line) or says_insufficient(line):
         return None
     scored: list[tuple[tuple[float, float], str]] = []
     for letter, option in option_words(asked):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Options", "insufficient_option", "split_options"]
+__all__ = ["Options", "insufficient_option", "says_insufficient", "split_options"]
 
 # "A) text", "(A) text", "A. text", "A: text", "[A] text" at the start of a line.
 _LINE = re.compile(r"^\s*[(\[]?([A-Ja-j]|[1-9])[).:\]]\s+(\S.*)$")
@@ -47,9 +47,14 @@ _INSUFFICIENT = re.compile(
 def insufficient_option(options: Options) -> tuple[str, str] | None:
     """(letter, text) of the option that says the question cannot be answered, if any."""
     for letter, text in zip(options.letters, options.options, strict=True):
-        if _INSUFFICIENT.search(text):
+        if says_insufficient(text):
             return letter, text
     return None
+
+
+def says_insufficient(text: str) -> bool:
+    """Whether `text` says the question cannot be answered ("Insufficient information")."""
+    return _INSUFFICIENT.search(text) is not None
 
 
 def split_options(question: str) -> Options:

@@ -226,6 +226,8 @@ def test_an_answer_in_words_names_the_option_it_has_the_words_of() -> None:
     assert free_option("No", opts) == "E"  # "No" must be the whole answer
     assert free_option("No change in the northeast", opts) is None
     assert free_option("not stated", opts) is None
+    assert free_option("未提及", opts) is None
+    assert free_option("5-fold【2, 3】", opts) == "A"  # any citation the answers may carry
     assert free_option("Insufficient information to answer this question", opts) is None
     assert free_option("3-fold", opts) is None  # half of each option's words: neither
     assert free_option("", opts) is None
