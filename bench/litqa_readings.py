@@ -1,24 +1,32 @@
-"""`bench/litqa.py answer --readings FILE`: the letter readings behind each answer, and the
-rules that could have been drawn from them.
+"""`bench/litqa.py answer --readings FILE`: the readings behind each multiple-choice answer,
+and the rules that could have been drawn from them.
 
-nodes/option_pick.py reads two or four one-token calls: the options as asked, without
-the passages and with them, then, unless that reading is sure (`SURE_SHARE`), reversed,
-with and without. This records each reading's letter shares, keyed by the options' text,
-in a JSON-lines file, and scores every rule on the same readings, so the shipped rule is
-compared with the others on the same model outputs (only questions with all four
-readings are scored; a sure one has two, and the table counts them):
+nodes/option_pick.py asks the stem alone, answered in words (`free`); unless that names
+an option, the letter over the passages with the options as asked and, unless that
+reading is sure (`SURE_SHARE`), reversed. This records each reading's letter shares,
+keyed by the options' text, in a JSON-lines file, and scores every rule on the same
+readings, so the shipped rule is compared with the others on the same model outputs
+(only questions with both orders read are scored; the table counts the others):
 
 - `as asked, floor F`: the best option of the reading as asked, if it holds F of it
   (the rule of the fourth session, F = 0.5);
 - `mean of both orders, floor F`: the two readings averaged per option;
 - `both orders agree, raw`: the option both readings rank first;
+- `as asked if >= F, else both agree, raw` (shipped at F = SURE_SHARE);
+- `free answer first, else ...`: the option the answer in words names
+  (nodes/option_free.py), else the rule.
+
+Files of sessions five to ten (bench/readings/) also hold each order's reading without
+the passages (`prior`, `prior_reversed`), which those sessions divided out; on them the
+rules that did so are scored too:
+
 - `both orders agree, first calibrated`: the reading as asked divided by its reading
-  without passages, against the reversed reading as it is (one call fewer);
+  without passages, against the reversed reading as it is;
 - `both orders agree, both calibrated`: each divided by its own reading without
   passages (the fifth session's rule);
-- `as asked calibrated if >= F, else both agree` (shipped at F = SURE_SHARE): the
-  calibrated reading as asked alone when it is that sure, else the rule above;
-- `as asked calibrated if >= F, else mean of both orders`: the same, else the mean.
+- `as asked calibrated if >= F, else both agree` (shipped from the seventh to the tenth
+  session at F = 0.5): the calibrated reading as asked alone when it is that sure, else
+  the rule above.
 
 An answer is "insufficient" when the rule abstains or picks the "insufficient" option.
 
@@ -42,37 +50,47 @@ Shares = dict[str, float]  # option text -> share
 
 
 def install(path: str, questions: list[Question]) -> None:
-    """Wrap option_pick.read_pick: record its four readings for each question."""
+    """Wrap option_pick.read_pick: record each question's answer in words and letter
+    readings."""
     from scholarflow.nodes import answer as answer_node
     from scholarflow.nodes import option_pick
 
     by_asked = {q.asked(): q for q in questions}
     original = option_pick.read_pick
     original_letters = option_pick._letters
+    original_free = option_pick.read_free
 
     async def read_pick(ctx: Any, head: Any, question: str, asked: Any, evidence: Any,
                         passages: Any, *, node: str) -> Any:
-        seen: list[dict[str, float] | None] = []
+        seen: dict[str, Shares | None] = {}  # by reading, whatever the order of calls
+        said: list[str] = []
+        flipped = option_pick.reversed_order(asked)
+        flipped_text = option_pick.options_question(flipped)
 
-        async def letters(*args: Any) -> Any:
-            shares = await original_letters(*args)
-            seen.append(shares)
+        async def letters(ctx: Any, prompt: Any, *args: Any) -> Any:
+            shares = await original_letters(ctx, prompt, *args)
+            shown = flipped if flipped_text in prompt[-1][1] else asked
+            name = ("as_asked" if shown is asked else "reversed") if len(prompt) > 1 else (
+                "prior" if shown is asked else "prior_reversed")
+            seen[name] = _by_text(shown, shares)
             return shares
 
+        async def free(*args: Any, **kwargs: Any) -> Any:
+            named, line = await original_free(*args, **kwargs)
+            said.append(line)
+            return named, line
+
         option_pick._letters = letters  # type: ignore[assignment]
+        option_pick.read_free = free  # type: ignore[assignment]
         try:
             chosen, usage = await original(ctx, head, question, asked, evidence, passages,
                                            node=node)
         finally:
             option_pick._letters = original_letters
+            option_pick.read_free = original_free
         q = by_asked.get(question)
-        if q is not None and len(seen) in (2, 4):  # 2: the reading as asked was sure
-            flipped = option_pick.reversed_order(asked)
-            names = ("prior", "as_asked", "reversed", "prior_reversed")  # in call order
-            orders = (asked, asked, flipped, flipped)
-            record: dict[str, Any] = {"n": q.n}
-            for name, shown, shares in zip(names, orders, seen, strict=False):
-                record[name] = _by_text(shown, shares)
+        if q is not None:
+            record: dict[str, Any] = {"n": q.n, "free": said[0] if said else None, **seen}
             with Path(path).open("a", encoding="utf-8") as out:  # noqa: ASYNC230
                 out.write(json.dumps(record, ensure_ascii=False) + "\n")
         return chosen, usage
@@ -86,10 +104,15 @@ def _by_text(shown: Any, shares: dict[str, float] | None) -> Shares | None:
     return {text: shares[k] for k, text in zip(shown.letters, shown.options, strict=True)}
 
 
-def _calibrated(shares: Shares, prior: Shares | None) -> Shares:
-    from scholarflow.nodes.option_pick import calibrated
+def _calibrated(shares: Shares, prior: Shares) -> Shares:
+    """`shares` divided by `prior` (the same order without passages), summing to one again;
+    a letter all but never given without passages is divided by PRIOR_FLOOR at least."""
+    moved = {k: p / max(prior.get(k, 0.0), PRIOR_FLOOR) for k, p in shares.items()}
+    total = sum(moved.values()) or 1.0
+    return {k: p / total for k, p in moved.items()}
 
-    return calibrated(shares, prior)
+
+PRIOR_FLOOR = 0.01
 
 
 def _best(shares: Shares) -> str:
@@ -97,6 +120,7 @@ def _best(shares: Shares) -> str:
 
 
 Rule = Callable[[dict[str, Any]], str | None]
+Reading = Callable[[dict[str, Any]], Shares]
 
 
 def _mean(first: Shares, second: Shares) -> Shares:
@@ -113,78 +137,125 @@ def _floor(name: str, floor: float) -> Rule:
     return rule
 
 
-def _mean_calibrated(floor: float) -> Rule:
-    def rule(r: dict[str, Any]) -> str | None:
-        mean = _mean(_calibrated(r["as_asked"], r["prior"]),
-                     _calibrated(r["reversed"], r["prior_reversed"]))
-        best = _best(mean)
-        return best if mean[best] >= floor else None
-    return rule
-
-
-def _agree(first: Callable[[dict[str, Any]], Shares], second: Callable[[dict[str, Any]], Shares]
-           ) -> Rule:
+def _agree(first: Reading, second: Reading) -> Rule:
     def rule(r: dict[str, Any]) -> str | None:
         best = _best(first(r))
         return best if best == _best(second(r)) else None
     return rule
 
 
-def _sure_pick(r: dict[str, Any], floor: float, raw: bool = False) -> str | None:
-    """The calibrated reading as asked's best option when it is sure (one reading of the
-    passages): it holds `floor` of it; `raw`: of the reading before calibration, and
-    calibration keeps it first. None when it is not."""
-    first = _calibrated(r["as_asked"], r["prior"])
-    best = _best(first)
-    if raw:
-        sure = _best(r["as_asked"]) == best and r["as_asked"][best] >= floor
-    else:
-        sure = first[best] >= floor
-    return best if sure else None
-
-
-def _sure_else(floor: float, otherwise: Rule, raw: bool = False) -> Rule:
-    """`_sure_pick`, else `otherwise` (more readings)."""
+def _sure_else(floor: float, first: Reading, otherwise: Rule) -> Rule:
+    """The best option of `first` (the reading as asked) when it holds `floor` of it, else
+    `otherwise` (the reversed order read too)."""
     def rule(r: dict[str, Any]) -> str | None:
-        picked = _sure_pick(r, floor, raw)
-        return picked if picked is not None else otherwise(r)
+        shares = first(r)
+        best = _best(shares)
+        return best if shares[best] >= floor else otherwise(r)
     return rule
 
 
-# Both calibrated orders must agree (two readings of the passages).
-_BOTH_AGREE = _agree(lambda r: _calibrated(r["as_asked"], r["prior"]),
-                     lambda r: _calibrated(r["reversed"], r["prior_reversed"]))
+def _free_first(otherwise: Rule) -> Rule:
+    """The option the answer in words named (`named`, set by `report`), else `otherwise`."""
+    def rule(r: dict[str, Any]) -> str | None:
+        return r["named"] if r.get("named") else otherwise(r)
+    return rule
+
+
+def _raw(name: str) -> Reading:
+    return lambda r: r[name]
+
+
+def _as_calibrated(name: str, prior: str) -> Reading:
+    return lambda r: _calibrated(r[name], r[prior])
+
+
+_RAW_AGREE = _agree(_raw("as_asked"), _raw("reversed"))
+_BOTH_AGREE = _agree(_as_calibrated("as_asked", "prior"),
+                     _as_calibrated("reversed", "prior_reversed"))
+_SESSIONS_7_10 = _sure_else(0.5, _as_calibrated("as_asked", "prior"), _BOTH_AGREE)
+# Both orders divided by the one reading without passages, letter by letter.
+_ONE_PRIOR_AGREE = _agree(_as_calibrated("as_asked", "prior"),
+                          _as_calibrated("reversed", "prior_by_letter"))
+
+
+def _shipped(floor: float) -> Rule:
+    """option_pick.read_pick at SURE_SHARE = `floor`: the raw reading as asked when it is
+    that sure and calibration keeps its best first, else both orders calibrated by the one
+    reading without passages agree."""
+    def rule(r: dict[str, Any]) -> str | None:
+        first = r["as_asked"]
+        best = _best(first)
+        if first[best] >= floor and _best(_calibrated(first, r["prior"])) == best:
+            return best
+        return _ONE_PRIOR_AGREE(r) if r.get("reversed") else None
+    return rule
 
 
 RULES: list[tuple[str, Rule]] = [
-    *[(f"as asked calibrated, floor {f}", _sure_else(f, lambda r: None)) for f in (0.5, 0.7, 0.9)],
-    *[(f"as asked calibrated if >= {f}, else both agree", _sure_else(f, _BOTH_AGREE))
-      for f in (0.5, 0.6, 0.7, 0.8, 0.9)],
-    *[(f"as asked calibrated if raw >= {f}, else both agree",
-       _sure_else(f, _BOTH_AGREE, raw=True)) for f in (0.5, 0.6, 0.7, 0.8, 0.9)],
-    *[(f"as asked calibrated if >= {f}, else mean of both orders",
-       _sure_else(f, _floor("mean", 0.0))) for f in (0.5, 0.6)],
     *[(f"as asked, floor {f}", _floor("as_asked", f)) for f in (0.0, 0.3, 0.5)],
     *[(f"mean of both orders, floor {f}", _floor("mean", f)) for f in (0.0, 0.3, 0.5)],
-    *[(f"mean of both orders calibrated, floor {f}", _mean_calibrated(f)) for f in (0.0, 0.3, 0.4)],
-    ("both orders agree, raw", _agree(lambda r: r["as_asked"], lambda r: r["reversed"])),
-    ("both orders agree, first calibrated",
-     _agree(lambda r: _calibrated(r["as_asked"], r["prior"]), lambda r: r["reversed"])),
-    ("both orders agree, both calibrated", _BOTH_AGREE),
+    ("both orders agree, raw", _RAW_AGREE),
+    *[(f"as asked if >= {f}, else both agree, raw", _sure_else(f, _raw("as_asked"), _RAW_AGREE))
+      for f in (0.4, 0.5, 0.6)],
+    ("free answer first, else as asked if >= 0.5, else both agree, raw",
+     _free_first(_sure_else(0.5, _raw("as_asked"), _RAW_AGREE))),
 ]
+# With the reading without passages as asked (every file) and reversed (sessions 5-10).
+CALIBRATED_RULES: list[tuple[str, Rule, str]] = [
+    ("both orders agree, calibrated by the one reading without passages",
+     _ONE_PRIOR_AGREE, "prior"),
+    *[(f"as asked if >= {f} and calibrated first, else both agree calibrated by it",
+       _shipped(f), "prior") for f in (0.4, 0.5, 0.6)],
+    ("free answer first, else the rule above at 0.5 (shipped)", _free_first(_shipped(0.5)),
+     "prior"),
+    ("both orders agree, each calibrated by its own reading without passages",
+     _BOTH_AGREE, "prior_reversed"),
+    ("as asked calibrated if >= 0.5, else that (sessions 7-10)", _SESSIONS_7_10,
+     "prior_reversed"),
+    ("free answer first, else that", _free_first(_SESSIONS_7_10), "prior_reversed"),
+]
+
+
+def _named(r: dict[str, Any], q: Question) -> str | None:
+    """The option text the recorded answer in words names, if any."""
+    from scholarflow.nodes.option_free import free_option
+    from scholarflow.nodes.options import Options
+
+    if not r.get("free"):
+        return None
+    letter = free_option(r["free"], Options(q.question, tuple(q.options), tuple(q.letters)))
+    return q.options[q.letters.index(letter)] if letter else None
+
+
+def _by_letter(r: dict[str, Any], q: Question) -> dict[str, Any]:
+    """The reading without passages as asked, keyed by the option each letter stands for
+    in the reversed order (`prior_by_letter`): option_pick divides the reversed reading by
+    it letter by letter."""
+    if not r.get("prior"):
+        return {}
+    shown = q.options[::-1]
+    return {"prior_by_letter": {shown[i]: r["prior"][text] for i, text in enumerate(q.options)}}
 
 
 def report(path: str, questions: Sequence[Question]) -> None:
     """Every rule's correct / insufficient / wrong on the readings recorded in `path`."""
     by_n = {q.n: q for q in questions}
     records = [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines()]
-    records = [r for r in records if r["n"] in by_n]
-    stopped = [r for r in records if "reversed" not in r]  # the shipped rule was sure
-    records = [r for r in records if "reversed" in r]
+    records = [{**r, "named": _named(r, by_n[r["n"]]), **_by_letter(r, by_n[r["n"]])}
+               for r in records if r["n"] in by_n]
+    named = sum(1 for r in records if r["named"] and not r.get("reversed"))
+    stopped = [r for r in records if not r.get("reversed")]
+    records = [r for r in records if r.get("reversed")]
+    scored: list[tuple[str, Rule, list[dict[str, Any]]]] = [
+        (name, rule, records) for name, rule in RULES]
+    scored += [(name, rule, [r for r in records if r.get(needs)])
+               for name, rule, needs in CALIBRATED_RULES]
     rows = []
-    for name, rule in RULES:
+    for name, rule, among in scored:
+        if not among:
+            continue
         right = unsure = wrong = 0
-        for r in records:
+        for r in among:
             picked = rule(r)
             if picked is None or picked == INSUFFICIENT:
                 unsure += 1
@@ -193,15 +264,12 @@ def report(path: str, questions: Sequence[Question]) -> None:
             else:
                 wrong += 1
         precision = f"{right / (right + wrong):.2f}" if right + wrong else "-"
-        rows.append(Row(name, f"{right} / {unsure} / {wrong}; {precision}"))
-    for floor in (0.5, 0.6, 0.7, 0.8, 0.9):
-        sure = sum(_sure_pick(r, floor) is not None for r in records)
-        raw = sum(_sure_pick(r, floor, raw=True) is not None for r in records)
-        rows.append(Row(f"one reading of the passages at {floor} (calibrated / raw)",
-                        f"{sure} / {raw} of {len(records)}"))
+        of = "" if len(among) == len(records) else f" (of {len(among)})"
+        rows.append(Row(name + of, f"{right} / {unsure} / {wrong}; {precision}"))
     if stopped:
-        rows.append(Row("not scored: sure after one reading", str(len(stopped))))
-    print_table(f"LitQA2 part c: rules on the same letter readings, {len(records)} questions "
+        rows.append(Row("not scored: named by the answer in words / sure after one reading",
+                        f"{named} / {len(stopped) - named}"))
+    print_table(f"LitQA2 part c: rules on the same readings, {len(records)} questions "
                 "(correct / insufficient / wrong; precision)", rows)
 
 

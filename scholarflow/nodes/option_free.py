@@ -12,10 +12,15 @@ An option is named when the answer (its first line, citations dropped) has the
 option's words, or when, of the options whose words it has at least COVERED of, it has
 most of that option's and its own words are most that option's: "5-fold more sensitive"
 names "5-fold", and "East and southeast" names "East and southeast", not "East and
-southeast: northeast". "Yes", "No" and the like must be the whole answer.
+southeast: northeast". Failing that, an answer of two words or more names the one option
+that has all of them ("Y-shaped": "Supercoiled and doubly tethered (Y-shape)"). A word
+with a short ending is the same word ("multipliers", "multiplier"). "Yes", "No" and the
+like must be the whole answer, or its first word before a comma ("Yes, it does").
 """
 
 from __future__ import annotations
+
+import re
 
 from scholarflow.context import Context
 from scholarflow.language import is_chinese
@@ -27,17 +32,36 @@ from scholarflow.nodes.options import Options, says_insufficient
 from scholarflow.prompts import FREE_ANSWER_EN, FREE_ANSWER_ZH
 from scholarflow.state import LLMUsage
 
-__all__ = ["COVERED", "FREE_TOKENS", "first_line", "free_option", "read_free"]
+__all__ = ["COVERED", "FREE_TOKENS", "first_line", "free_option", "read_free",
+           "same_word"]
 
 FREE_TOKENS = 32  # a few words: the answer, not an explanation (3 tokens p50 on LitQA2)
 COVERED = 0.6  # the share of an option's words an answer must have to name it
+STEM_LETTERS = 4  # a word this long or longer may take an ending and stay itself
+ENDING_LETTERS = 3  # "-s", "-ed", "-ing"
 SHOWN_CHARS = 120  # the answer as quoted back to the reader
+_CLAUSE_END = re.compile(r"\s*[,.;:]")
 
 
 def first_line(answer: str) -> str:
     """The answer's first line without its citations, as the reader is shown it."""
     lines = [line.strip() for line in drop_citations(answer).splitlines() if line.strip()]
     return " ".join(lines[0].split())[:SHOWN_CHARS] if lines else ""
+
+
+def same_word(a: str, b: str) -> bool:
+    """`a` and `b` are one word: equal, or one is the other with a short ending ("shape",
+    "shaped"; "multiplier", "multipliers"). Numbers must be equal: "100" is not "1000"."""
+    if a == b:
+        return True
+    short, long = sorted((a, b), key=len)
+    return (len(short) >= STEM_LETTERS and len(long) - len(short) <= ENDING_LETTERS
+            and long.startswith(short) and long.isalpha())
+
+
+def _share(these: list[str], among: list[str]) -> float:
+    """The share of `these` words that `among` has."""
+    return sum(any(same_word(w, x) for x in among) for w in these) / len(these)
 
 
 def free_option(answer: str, asked: Options) -> str | None:
@@ -54,16 +78,19 @@ def free_option(answer: str, asked: Options) -> str | None:
         if option == said:
             return letter
         if not option or option in UNNAMEABLE:
+            # "Yes, metabolic labelling ..." says yes; "No change in ..." does not say no.
+            if option and said[0] == option[0] and _CLAUSE_END.match(line, len(option[0])):
+                return letter
             continue
-        covered = sum(w in said for w in option) / len(option)
-        own = sum(w in option for w in said) / len(said)
-        scored.append(((covered, own), letter))
+        scored.append(((_share(option, said), _share(said, option)), letter))
     scored.sort(reverse=True)
-    if not scored or scored[0][0][0] < COVERED:
-        return None
-    if len(scored) > 1 and scored[0][0] == scored[1][0]:
-        return None
-    return scored[0][1]
+    if scored and scored[0][0][0] >= COVERED and (
+            len(scored) == 1 or scored[0][0] != scored[1][0]):
+        return scored[0][1]
+    # "Y-shaped" names "Supercoiled and doubly tethered (Y-shape)" when no other option
+    # has both its words; one word ("symmetrical") is too little to go on.
+    whole = [letter for (_, own), letter in scored if own == 1.0]
+    return whole[0] if len(said) >= 2 and len(whole) == 1 else None
 
 
 async def read_free(ctx: Context, head: llm.Prompt, asked: Options, *, node: str,

@@ -1,43 +1,41 @@
-"""A multiple-choice answer read off the model's first token, and abstention.
+"""A multiple-choice answer: the stem answered in words first, then the first token's letter.
 
 Asked to write the letter of the option the passages support, then explain,
 Qwen2.5-1.5B wrote a letter for every LitQA2 question and never the
-"insufficient" one: 21 of 41 right, precision 0.51. The letter it writes is
-its most likely first token, so hidden calls ask for the letter alone
-(`max_tokens=1`) with the first token's alternatives (`top_logprobs`); the
-options' letters share the probability the model gave letters at all. One
-reading is not enough: a small model favours some letters whatever they
-stand for, and its guess without the passages is in the reading too. So:
+"insufficient" one: 21 of 41 right, precision 0.51. So:
 
-* each reading is calibrated: an option's share is divided by its share when
-  the same question, in the same order, is asked without the passages, then
-  the shares are made to add up to one again. What counts is how far the
-  passages moved the model, not where it started;
-* the options are read in two orders, as asked and reversed: the answer is
-  the option both readings rank first, unless it is the "insufficient"
-  option. When they differ, the answer depends on where the options stand,
-  and the answer says the passages do not settle the question, naming the
-  question's "insufficient" option when it lists one. A first reading that
-  gives one option SURE_SHARE of its choice is the answer without the
-  second: that reading of the passages is the costliest call;
+* first the stem alone after the passages, answered in a few words
+  (nodes/option_free.py): an answer naming one option is the answer, in one call;
+* else hidden calls ask for the letter alone (`max_tokens=1`) with the first
+  token's alternatives (`top_logprobs`); the options' letters share the
+  probability the model gave letters at all. A small model favours some letters
+  whatever they stand for, and its guess without the passages is in the reading
+  too. So the options are read as asked and, unless that reading gives one option
+  SURE_SHARE of its choice, reversed; then the question as asked without the
+  passages, and each reading is divided by it letter by letter (calibrated) and
+  made to add up to one again: what counts is how far the passages moved the model,
+  not where it started. The answer is the option both calibrated orders rank first,
+  unless it is the "insufficient" option; a sure first reading is the answer alone
+  when calibration keeps it first. When the orders differ, the answer depends on
+  where the options stand, and it says the passages do not settle the question,
+  naming the question's "insufficient" option when it lists one;
 * the answer is the option with the passage sentence that names it
-  (nodes/option_evidence.py), cited, and its share: no call writes an
-  explanation, which cost the 1.5B model 300-odd tokens at 10-15 a second.
+  (nodes/option_evidence.py), cited: no call writes an explanation, which cost the
+  1.5B model 300-odd tokens at 10-15 a second.
 
-The question alone as asked (one token), then the stem alone after the passages, answered
-in words (nodes/option_free.py): an answer naming one option ends it there, in two calls.
-Else one-token calls: with the passages; when that is not sure, with the passages
-reversed right after it, so a server that caches one prompt's prefix (llama.cpp does)
-reads the passages once, then reversed alone: three or five calls. The calls
-without passages are a question's length. On LitQA2 with Qwen2.5-1.5B
-(bench/README.md, `litqa.py answer --readings`) the one uncalibrated reading at a floor
-of half its choice answered few questions; calibrating one order only let two wrong
-answers through that calibrating both abstained on.
+The calls with the passages come one after the other and the short one without them
+last, so a server caching one prompt's prefix (llama.cpp) reads the passages once: one
+call when the answer in words names an option, three when the first reading is sure,
+else four. Sessions seven to ten also read the reversed order without the passages (five
+calls); on the readings they left (bench/README.md, `litqa.py answer --readings`), the
+one reading without passages, divided out of both orders, answered as they did with the
+answer in words first (25 / 14 / 2 on the tenth session's), 72 / 63 / 10 against
+76 / 58 / 11 over the four sets without it; the raw readings, no calibration (three
+calls), 80 / 52 / 13 there and 26 / 10 / 5 on the whole dev split: precision under 0.85.
 
-A server that gives no alternatives (some do not implement `logprobs`), or a
-first token that is not a letter, leaves the answer to the streamed call as
-before (`read_pick` returns None: for a server without alternatives, after the
-first call, the short one).
+A server that gives no alternatives (some do not implement `logprobs`), or a first token
+that is not a letter, leaves the answer to the streamed call as before (`read_pick`
+returns None).
 """
 
 from __future__ import annotations
@@ -81,11 +79,9 @@ TOP_LOGPROBS = 20  # alternatives asked for: the letters sit in the first few
 # Letters must hold this much of the first token's probability, else the model was not
 # answering with a letter ("The", "Based"): the streamed answer decides instead.
 LETTER_MASS_FLOOR = 0.5
-# The reading as asked decides alone when the passages moved the model this far to one
-# option (its calibrated share); else the reversed order must agree. On LitQA2 with
-# Qwen2.5-1.5B (bench/README.md) 0.5 answered as 0.6 did on the seventh session's 17
-# questions and the eighth's 22 held out; with the ninth's shorter prompts, on all 41,
-# one more right (21 / 18 / 2 against 20 / 19 / 2), and 14 read once instead of 8.
+# The reading as asked decides alone when it gives one option this share of its choice
+# and calibration keeps it first; else the reversed order must agree
+# (bench/litqa_readings.py scores other floors).
 SURE_SHARE = 0.5
 # A letter the model all but never gives without passages is divided by this at least:
 # dividing by ~0 would hand it the whole choice for a trace of probability.
@@ -96,9 +92,9 @@ PRIOR_FLOOR = 0.01
 class OptionPick:
     letter: str  # the first reading's best option: the answer unless `abstained`
     text: str
-    share: float  # its calibrated share in the first reading
+    share: float  # its share in the first reading (calibrated, unless sure)
     abstained: bool  # the answer is that the passages do not settle it
-    shares: tuple[tuple[str, float], ...] = ()  # the first reading's, calibrated, best first
+    shares: tuple[tuple[str, float], ...] = ()  # the first reading's, as `share`, best first
     runner_up: str = ""  # "D) text": the reversed reading's best, when it differs
     both_orders: bool = True  # False: the first reading was SURE_SHARE sure alone
     free: str = ""  # the answer asked without the options, when it named this one
@@ -126,15 +122,16 @@ def letter_shares(logprobs: Sequence[tuple[str, float]], letters: Sequence[str]
     return {letter: p / total for letter, p in mass.items()}
 
 
-def calibrated(shares: dict[str, float], prior: dict[str, float] | None
-               ) -> dict[str, float]:
-    """`shares` divided by the `prior` (the same letters without passages), summing to one
-    again; `shares` as they are without a prior."""
-    if prior is None:
-        return shares
+def calibrated(shares: dict[str, float], prior: dict[str, float]) -> dict[str, float]:
+    """`shares` divided letter by letter by `prior` (the question's letters without the
+    passages), summing to one again."""
     moved = {k: p / max(prior.get(k, 0.0), PRIOR_FLOOR) for k, p in shares.items()}
     total = sum(moved.values()) or 1.0
     return {k: p / total for k, p in moved.items()}
+
+
+def _best(shares: dict[str, float]) -> str:
+    return max(shares, key=lambda k: shares[k])
 
 
 def reversed_order(asked: Options) -> Options:
@@ -151,8 +148,8 @@ def options_question(shown: Options) -> str:
 
 def decide(asked: Options, first: dict[str, float], reversed_shares: dict[str, float] | None
            ) -> OptionPick:
-    """The answer of the first reading (calibrated, by the question's letters) checked by
-    the reversed one (calibrated, by the reversed order's letters), when there is one."""
+    """The answer of the first reading (by the question's letters) checked by the reversed
+    one (by the reversed order's letters), when there is one."""
     letters = asked.letters
     best = max(letters, key=lambda k: first[k])  # ties: the first listed
     other = best
@@ -187,48 +184,50 @@ async def _letters(ctx: Context, prompt: llm.Prompt, letters: Sequence[str], nod
 async def read_pick(ctx: Context, head: llm.Prompt, question: str, asked: Options,
                     evidence: Sequence[OptionEvidence], passages: Sequence[RecalledChunkState],
                     *, node: str) -> tuple[OptionPick | None, list[LLMUsage]]:
-    """The answer of hidden one-token calls: the question as asked alone, then after `head`
-    (the answer prompt's system message with the passages, and the history); unless that
-    reading is SURE_SHARE sure, the options reversed after the same head, then alone.
-    None when the server gives no alternatives (after the first, short call) or a reading
-    with the passages gives no letters' probabilities."""
+    """The answer of hidden calls: after `head` (the answer prompt's system message with
+    the passages, and the history) the stem alone, answered in words; unless that names
+    an option, the letter as asked, reversed unless that reading is SURE_SHARE sure, and
+    the question alone. None when the server gives no alternatives or a reading gives
+    no letters' probabilities."""
     usage: list[LLMUsage] = []
+    named, said = await read_free(ctx, head, asked, node=node, usage=usage)
+    if named is not None:
+        return OptionPick(named, asked.options[asked.letters.index(named)], 1.0, False,
+                          both_orders=False, free=said), usage
     flipped = reversed_order(asked)
-    flipped_question = options_question(flipped)
 
-    async def alone(shown: Options, text: str) -> dict[str, float] | None:
-        return await _letters(ctx, [("user", question_turn(text, letter_only=True))],
-                              shown.letters, node, usage)
-
-    async def after_head(shown: Options, text: str, named: Sequence[OptionEvidence]
-                         ) -> dict[str, float] | None:
-        turn = question_turn(text, format_option_evidence(named), letter_only=True)
-        return await _letters(ctx, [*head, ("user", turn)], shown.letters, node, usage)
+    async def reversed_reading() -> dict[str, float] | None:
+        # `evidence` is where the passages name the options as asked; reversed, their own.
+        turn = question_turn(options_question(flipped),
+                             format_option_evidence(option_evidence(flipped, passages)),
+                             letter_only=True)
+        return await _letters(ctx, [*head, ("user", turn)], flipped.letters, node, usage)
 
     try:
-        # Alone first, then with the passages as asked and, when needed, reversed: the two
-        # with the passages one after the other, so a server caching one prompt's prefix
-        # (llama.cpp) reads the passages once.
-        prior = await alone(asked, question)
-        # The stem alone, before the letters: an answer naming an option settles it.
-        named, said = await read_free(ctx, head, asked, node=node, usage=usage)
-        if named is not None:
-            return OptionPick(named, asked.options[asked.letters.index(named)], 1.0, False,
-                              both_orders=False, free=said), usage
-        first = await after_head(asked, question, evidence)
+        turn = question_turn(question, format_option_evidence(evidence), letter_only=True)
+        first = await _letters(ctx, [*head, ("user", turn)], asked.letters, node, usage)
         if first is None:
             return None, usage
-        first = calibrated(first, prior)
-        if max(first.values()) >= SURE_SHARE:
-            return decide(asked, first, None), usage
-        # `evidence` is where the passages name the options as asked; reversed, their own.
-        second = await after_head(flipped, flipped_question, option_evidence(flipped, passages))
-        if second is None:
+        second = None if max(first.values()) >= SURE_SHARE else await reversed_reading()
+        if second is None and max(first.values()) < SURE_SHARE:
             return None, usage
-        second = calibrated(second, await alone(flipped, flipped_question))
+        # Last: the short call would take the passages' place in a one-prompt cache.
+        prior = await _letters(ctx, [("user", question_turn(question, letter_only=True))],
+                               asked.letters, node, usage)
+        if prior is None:  # no letter without the passages: nothing to divide out
+            prior = dict.fromkeys(asked.letters, 1.0)
+        moved = calibrated(first, prior)
+        if second is None:
+            if _best(moved) == _best(first):
+                return decide(asked, first, None), usage
+            # The choice without the passages explains the sure one: read the other order.
+            second = await reversed_reading()
+            if second is None:
+                return None, usage
     except _NoAlternatives:
         return None, usage
-    return decide(asked, first, second), usage
+    # The same letters' bias, without the passages, divided out of the reversed order.
+    return decide(asked, moved, calibrated(second, prior)), usage
 
 
 def picked_text(chosen: OptionPick, asked: Options, evidence: Sequence[OptionEvidence],

@@ -179,12 +179,13 @@ PICKED_SHARE_ZH = prompt(
 # When the reading as asked was sure enough (option_pick.SURE_SHARE) to skip the other order.
 PICKED_SURE_EN = prompt(
     "PICKED_SURE_EN",
-    "(With the passages the model gave this option {share} of its choice, weighed against "
-    "its choice without them: sure enough not to read the options again in reverse order.)",
+    "(With the passages the model gave this option {share} of its choice, and its choice "
+    "without them does not explain it: sure enough not to read the options again in "
+    "reverse order.)",
     "share")
 PICKED_SURE_ZH = prompt(
     "PICKED_SURE_ZH",
-    "（有这些段落时模型给这个选项的把握为 {share}，已按没有段落时的选择校正；足够确定，"
+    "（有这些段落时模型给这个选项的把握为 {share}，没有段落时的选择不能解释它；足够确定，"
     "未再按倒序读一遍选项。）", "share")
 PICK_SPLIT_EN = prompt(
     "PICK_SPLIT_EN",

@@ -76,8 +76,7 @@ def pick_rules(first: dict[str, float], reversed_: dict[str, float],
                ) -> list[dict[str, Any]]:
     """The hidden calls' replies: the stem alone after the passages (`free`), then the
     letter calls' first tokens: as asked (its turn lists the options the passages name),
-    with the options reversed ("A) Insufficient ..."), and without passages (both orders:
-    `prior`)."""
+    with the options reversed ("A) Insufficient ..."), and without passages (`prior`)."""
     prior = prior or dict.fromkeys("ABCDE", 0.2)
     return [{"match": FREE_TURN, "role": "last_user", "reply": free},
             {"match": r"A\) Insufficient information.*Options the passages name",
@@ -132,8 +131,8 @@ async def test_the_key_passage_reaches_the_answer_prompt(fake_llm: FakeOpenAISer
     # A question with options is a precise question: the rules say so, no LLM call.
     assert (out["detected_intent"], out["intent_decided_by"]) == ("LITERATURE_QA", "rules")
     # No planner call (the stem is the search): the stem alone after the passages ("not
-    # stated"), and the one-token readings: as asked and reversed, with and without them.
-    assert len(fake_llm.stats().requests) == 5
+    # stated"), the one-token readings over them, as asked and reversed, then without them.
+    assert len(fake_llm.stats().requests) == 4
     assert not any("sub_questions" in p for p in _prompts(fake_llm))
     # Recall searched the library by the stem alone, and its best paper by the stem and
     # the candidate answers (not "Insufficient information ...").
@@ -141,20 +140,17 @@ async def test_the_key_passage_reaches_the_answer_prompt(fake_llm: FakeOpenAISer
     assert [s["queries"][0] for s in plan[:2]] == [stem, f"{stem} {' '.join(OPTIONS[:4])}"]
     assert [s["doc_id"] for s in plan[:2]] == [None, "nav16"]
     assert not any("Leu288" in q for s in plan if s["doc_id"] is None for q in s["queries"])
-    # The stem alone, then the letter readings. The reversed order is read too. The three
-    # calls with the passages come one after the other: a server caching one prefix
-    # reads them once.
+    # The stem alone, then the letter readings, the reversed order too: one after the
+    # other, so a server caching one prefix reads the passages once; the question alone last.
     requests = [r["messages"] for r in fake_llm.stats().requests]
-    assert [len(m) for m in requests] == [1, 2, 2, 2, 1]
-    free_prompt, answer_prompt, reversed_prompt = (m[0]["content"] for m in requests[1:4])
+    assert [len(m) for m in requests] == [2, 2, 2, 1]
+    free_prompt, answer_prompt, reversed_prompt = (m[0]["content"] for m in requests[:3])
     assert free_prompt == reversed_prompt == answer_prompt
-    assert requests[1][-1]["content"].startswith(f"{STEM}\n\n(Reply with only the answer")
-    assert "Trp324" not in requests[1][-1]["content"]  # no option: the stem alone
-    # The first and last readings see the question alone, as asked and reversed.
-    alone = [requests[0], requests[4]]
-    assert alone[0][0]["content"].startswith(litqa_question(STEM))
-    assert "Options:\nA) Insufficient information" in alone[1][0]["content"]
-    assert not any("Asn326." in m[0]["content"] for m in alone)  # no passage sentence
+    assert requests[0][-1]["content"].startswith(f"{STEM}\n\n(Reply with only the answer")
+    assert "Trp324" not in requests[0][-1]["content"]  # no option: the stem alone
+    assert "Options:\nA) Insufficient information" in requests[2][-1]["content"]
+    assert requests[3][0]["content"].startswith(litqa_question(STEM))
+    assert "Asn326." not in requests[3][0]["content"]  # no passage sentence
     assert KEY_PASSAGE.split(",")[0] in " ".join(answer_prompt.split())
     # The best passage is listed last, next to the question.
     last = answer_prompt[answer_prompt.rindex("<chunk "):]
@@ -167,7 +163,7 @@ async def test_the_key_passage_reaches_the_answer_prompt(fake_llm: FakeOpenAISer
         "answer"]
     assert {s["doc_id"] for s in out["sources"]} == {"nav16"}
     # The question's turn lists where the passages name each option (option_evidence.py).
-    turn = requests[2][-1]["content"]
+    turn = requests[1][-1]["content"]
     assert "Options the passages name:" in turn
     assert "- C) Asn326: passage [" in turn and "attaching to Asn326." in turn
     assert "Trp324:" not in turn  # named by no passage: not listed
@@ -227,7 +223,7 @@ async def test_an_answer_that_changes_with_the_order_is_answered_insufficient(
         "the passages do not settle this question. The model's choice changed with the "
         "order of the options: C) Asn326 as asked, D) Phe302 with the order reversed.")
     assert out["sources"] == []  # drawn from no passage
-    assert len(fake_llm.stats().requests) == 5  # no further call to write a guess
+    assert len(fake_llm.stats().requests) == 4  # no further call to write a guess
 
 
 async def test_an_answer_in_words_settles_what_the_letters_would_not(
@@ -235,7 +231,7 @@ async def test_an_answer_in_words_settles_what_the_letters_would_not(
 ) -> None:
     await _library()
     # The letters change with the order (answered "insufficient" above); asked without the
-    # options, the model answers "Asn326" from the passages: option C, cited, two calls.
+    # options, the model answers "Asn326" from the passages: option C, cited, one call.
     fake_llm.configure(rules=pick_rules({"C": 0.45, "A": 0.4, "E": 0.15},
                                         {"B": 0.5, "C": 0.4, "A": 0.1}, free="Asn326 [2]"))
     out, _ = await run_graph({"query": litqa_question(STEM), "kb": "lib"}, Context())
@@ -244,7 +240,7 @@ async def test_an_answer_in_words_settles_what_the_letters_would_not(
     assert out["answer"].endswith('(Asked without the options, the model answered "Asn326" '
                                   'from the passages: this option.)')
     assert {s["doc_id"] for s in out["sources"]} == {"nav16"}
-    assert len(fake_llm.stats().requests) == 2
+    assert len(fake_llm.stats().requests) == 1
 
 
 async def test_the_reading_without_passages_is_divided_out(
@@ -252,8 +248,8 @@ async def test_the_reading_without_passages_is_divided_out(
 ) -> None:
     await _library()
     # With the passages A (Trp324) 45%, C (Asn326) 40%; without them A 70%: the passages
-    # moved the model towards C. Reversed, Asn326 (C there too) is first, also once its
-    # reading without passages (the same letters' shares here) is divided out.
+    # moved the model towards C. Reversed, Asn326 (C there too) is first, also once the
+    # same letters' reading without passages is divided out.
     fake_llm.configure(rules=pick_rules(
         {"A": 0.45, "C": 0.4, "B": 0.05, "D": 0.05, "E": 0.05}, {"C": 0.7, "E": 0.2},
         prior={"A": 0.7, "B": 0.1, "C": 0.1, "D": 0.05, "E": 0.05}))
@@ -290,9 +286,9 @@ async def test_without_letter_probabilities_the_model_writes_the_answer(
     assert out["error"] is None
     assert out["answer"].startswith("C) Asn326. The oligosaccharide density")
     assert {s["doc_id"] for s in out["sources"]} == {"nav16"}
-    # The letter alone, the stem alone after the passages ("not stated"), the letter
-    # after the passages (neither a letter), the answer.
-    assert len(fake_llm.stats().requests) == 4
+    # The stem alone after the passages ("not stated"), the letter after them (no
+    # letter), the answer.
+    assert len(fake_llm.stats().requests) == 3
 
 
 async def test_a_question_no_passage_speaks_to_is_insufficient_without_a_guess(

@@ -11,7 +11,7 @@ from scholarflow import Context
 from scholarflow.llm.calls import LLMResult
 from scholarflow.nodes import option_pick
 from scholarflow.nodes.option_evidence import OptionEvidence, question_evidence
-from scholarflow.nodes.option_free import first_line, free_option
+from scholarflow.nodes.option_free import first_line, free_option, same_word
 from scholarflow.nodes.option_pick import (
     PRIOR_FLOOR,
     SURE_SHARE,
@@ -64,7 +64,6 @@ def test_calibration_counts_what_the_passages_moved_not_where_the_model_started(
     # A letter the model never gives without passages is divided by PRIOR_FLOOR, not ~0.
     assert calibrated({"A": 0.9, "B": 0.1}, {"A": 1.0, "B": 0.0}) == pytest.approx(
         {"A": 0.9 / (0.9 + 0.1 / PRIOR_FLOOR), "B": (0.1 / PRIOR_FLOOR) / (0.9 + 10.0)})
-    assert calibrated(with_passages, None) == with_passages  # no prior read: as they are
 
 
 def test_the_reversed_order_keeps_the_letters_and_flips_the_options() -> None:
@@ -148,14 +147,15 @@ def test_an_abstention_names_the_insufficient_option_when_the_question_lists_one
 
 
 class _Readings:
-    """llm.complete for the letter calls: each prompt's first-token alternatives, by
-    whether it holds the passages ("PASSAGES" in its system message) and the order shown."""
+    """llm.complete for the hidden calls: the stem answered in words (`free`), and each
+    letter prompt's first-token alternatives, by whether it holds the passages ("PASSAGES"
+    in its system message) and the order shown."""
 
-    def __init__(self, with_passages: dict[str, float], alone: dict[str, float],
+    def __init__(self, with_passages: dict[str, float], alone: dict[str, float] | None = None,
                  reversed_with: dict[str, float] | None = None,
                  logprobs: bool = True, free: str = "not stated") -> None:
-        self.tables = {(True, False): with_passages, (False, False): alone,
-                       (True, True): reversed_with or with_passages, (False, True): alone}
+        self.tables = {(True, False): with_passages, (True, True): reversed_with or with_passages,
+                       (False, False): alone or dict.fromkeys("ABCDE", 0.2)}
         self.logprobs = logprobs
         self.free = free  # the reply to the stem alone after the passages
         self.prompts: list[Any] = []
@@ -183,37 +183,52 @@ async def _read(monkeypatch: pytest.MonkeyPatch, readings: _Readings) -> OptionP
 async def test_a_sure_first_reading_answers_without_the_reversed_order(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # Without passages the model spreads its letters; with them B holds SURE_SHARE.
-    sure = _Readings({"B": SURE_SHARE + 0.01, "A": 0.99 - SURE_SHARE}, dict.fromkeys("ABCDE", 0.2))
+    # With the passages B holds SURE_SHARE; without them the model spreads its letters.
+    sure = _Readings({"B": SURE_SHARE + 0.01, "A": 0.99 - SURE_SHARE})
     chosen = await _read(monkeypatch, sure)
     assert chosen is not None and (chosen.letter, chosen.abstained) == ("B", False)
     assert not chosen.both_orders
-    # Alone, the stem after the passages ("not stated"), the letter after them.
-    assert [len(p) for p in sure.prompts] == [1, 2, 2]
+    # The stem after the passages ("not stated"), the letter after them, then alone: the
+    # short call last, so a one-prompt cache keeps the passages for the calls before.
+    assert [len(p) for p in sure.prompts] == [2, 2, 1]
     assert "not to read the options again" in picked_text(chosen, FIVE, [], chinese=False)
+    # Sure, but without the passages the model gives B as much: the reversed order decides.
+    explained = _Readings({"B": 0.6, "A": 0.4}, alone={"B": 0.9, "A": 0.1},
+                          reversed_with={"E": 0.8, "D": 0.2})
+    chosen = await _read(monkeypatch, explained)
+    assert [len(p) for p in explained.prompts] == [2, 2, 1, 2]
+    assert chosen is not None and chosen.both_orders
+    assert (chosen.letter, chosen.abstained) == ("A", False)  # E reversed is A as asked
 
 
 async def test_an_unsure_first_reading_is_checked_in_the_reversed_order(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # B under SURE_SHARE: reversed, the model's first is E there, Trp324 (A as asked).
-    unsure = _Readings({"B": 0.45, "A": 0.35, "C": 0.2}, dict.fromkeys("ABCDE", 0.2),
-                       reversed_with={"E": 0.7, "B": 0.3})
+    unsure = _Readings({"B": 0.45, "A": 0.35, "C": 0.2}, reversed_with={"E": 0.7, "B": 0.3})
     chosen = await _read(monkeypatch, unsure)
     assert chosen is not None and chosen.both_orders
     assert (chosen.letter, chosen.abstained, chosen.runner_up) == ("B", True, "A) Trp324")
-    # With the passages twice in a row (a cached prefix), each order's reading alone
-    # before and after them.
-    assert [len(p) for p in unsure.prompts] == [1, 2, 2, 2, 1]
-    assert "A) Insufficient" in unsure.prompts[3][-1][1]
+    # The passages three times in a row (a cached prefix): in words, as asked, reversed;
+    # then the question alone.
+    assert [len(p) for p in unsure.prompts] == [2, 2, 2, 1]
+    assert "A) Insufficient" in unsure.prompts[2][-1][1]
+    # Both orders agreeing once the reading without passages is divided out: the answer.
+    # Without passages the model favours the letter A; reversed, A ("Insufficient ...")
+    # leads only by that, and D there (B as asked) once it is divided out.
+    agreed = _Readings({"B": 0.45, "A": 0.35, "C": 0.2},
+                       alone={"A": 0.5, "B": 0.125, "C": 0.125, "D": 0.125, "E": 0.125},
+                       reversed_with={"A": 0.45, "D": 0.35, "E": 0.2})
+    chosen = await _read(monkeypatch, agreed)
+    assert chosen is not None and (chosen.letter, chosen.abstained) == ("B", False)
 
 
-async def test_a_server_without_alternatives_is_found_out_by_the_short_call(
+async def test_a_server_without_alternatives_leaves_the_answer_to_the_streamed_call(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    none = _Readings({"B": 1.0}, {"B": 1.0}, logprobs=False)
+    none = _Readings({"B": 1.0}, logprobs=False)
     assert await _read(monkeypatch, none) is None
-    assert [len(p) for p in none.prompts] == [1]  # not the passages' long call
+    assert [len(p) for p in none.prompts] == [2, 2]  # in words, then one letter call
 
 
 def test_an_answer_in_words_names_the_option_it_has_the_words_of() -> None:
@@ -225,12 +240,25 @@ def test_an_answer_in_words_names_the_option_it_has_the_words_of() -> None:
     assert free_option("East and southeast: northeast.\n\nBecause [1]", opts) == "D"
     assert free_option("No", opts) == "E"  # "No" must be the whole answer
     assert free_option("No change in the northeast", opts) is None
+    assert free_option("No, they do not [2]", opts) == "E"  # its first word, then a comma
     assert free_option("not stated", opts) is None
     assert free_option("未提及", opts) is None
     assert free_option("5-fold【2, 3】", opts) == "A"  # any citation the answers may carry
     assert free_option("Insufficient information to answer this question", opts) is None
     assert free_option("3-fold", opts) is None  # half of each option's words: neither
     assert free_option("", opts) is None
+    # A word with a short ending is the same word; a number is not.
+    assert same_word("multipliers", "multiplier") and same_word("shaped", "shape")
+    assert not same_word("1000", "100") and not same_word("asymmetrical", "symmetrical")
+    assert not same_word("cats", "cat")  # too short to tell an ending from a word
+    shapes = split_options("Which compacts first?\nA) Relaxed and doubly tethered (J-shape)\n"
+                           "B) Supercoiled and doubly tethered (Y-shape)\n"
+                           "C) Relaxed and singly tethered (I-shaped)\nD) Lagrange multiplier "
+                           "constraints\nE) Symmetrical dimethylarginine modifications")
+    assert free_option("Y-shaped", shapes) == "B"  # the one option with both its words
+    assert free_option("symmetrical", shapes) is None  # one word of three: too little
+    assert free_option("Lagrange multipliers", shapes) == "D"
+    assert free_option("doubly tethered", shapes) is None  # two options have both
     assert first_line("[1][3]\n\nAsn326 [2]") == "Asn326"
 
 
@@ -239,15 +267,14 @@ async def test_an_answer_in_words_naming_an_option_settles_it_without_the_letter
 ) -> None:
     # The letters would leave it unsettled; asked without the options, the model said
     # "Asn326" (B).
-    readings = _Readings({"A": 0.45, "B": 0.4, "C": 0.15}, dict.fromkeys("ABCDE", 0.2),
-                         reversed_with={"E": 0.7, "B": 0.3}, free="Asn326 [3]")
+    readings = _Readings({"A": 0.45, "B": 0.4, "C": 0.15}, reversed_with={"E": 0.7, "B": 0.3},
+                         free="Asn326 [3]")
     chosen = await _read(monkeypatch, readings)
     assert chosen is not None and (chosen.letter, chosen.abstained) == ("B", False)
     assert chosen.free == "Asn326" and chosen.describe() == '"Asn326", option B'
-    # The letter alone (a server without alternatives is found out cheaply), then the
-    # stem alone after the passages, and nothing more.
-    assert [len(p) for p in readings.prompts] == [1, 2]
-    assert readings.prompts[1][-1][1].startswith("Which residue carries the glycan?\n\n(Reply")
+    # The stem alone after the passages, and nothing more.
+    assert [len(p) for p in readings.prompts] == [2]
+    assert readings.prompts[0][-1][1].startswith("Which residue carries the glycan?\n\n(Reply")
     said = OptionEvidence("B", "Asn326", 2, "The glycan is attached to Asn326.")
     text = picked_text(chosen, FIVE, [said], chinese=False)
     assert text == ('B) Asn326\n\nPassage [2] says: "The glycan is attached to Asn326." [2]'
