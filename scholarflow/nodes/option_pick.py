@@ -208,8 +208,9 @@ async def read_pick(ctx: Context, head: llm.Prompt, question: str, asked: Option
         first = await _letters(ctx, [*head, ("user", turn)], asked.letters, node, usage)
         if first is None:
             return None, usage
-        second = None if max(first.values()) >= SURE_SHARE else await reversed_reading()
-        if second is None and max(first.values()) < SURE_SHARE:
+        sure = max(first.values()) >= SURE_SHARE
+        second = None if sure else await reversed_reading()
+        if not sure and second is None:
             return None, usage
         # Last: the short call would take the passages' place in a one-prompt cache.
         prior = await _letters(ctx, [("user", question_turn(question, letter_only=True))],
