@@ -12,13 +12,18 @@ readings, so the shipped rule is compared with the others on the same model outp
   (the rule of the fourth session, F = 0.5);
 - `mean of both orders, floor F`: the two readings averaged per option;
 - `both orders agree, raw`: the option both readings rank first;
-- `as asked if >= F, else both agree, raw` (shipped at F = SURE_SHARE);
+- `as asked if >= F, else both agree, raw`: the raw reading as asked alone when it is
+  that sure, else the rule above;
 - `free answer first, else ...`: the option the answer in words names
   (nodes/option_free.py), else the rule.
 
 Files of sessions five to ten (bench/readings/) also hold each order's reading without
-the passages (`prior`, `prior_reversed`), which those sessions divided out; on them the
-rules that did so are scored too:
+the passages (`prior`, `prior_reversed`), which those sessions divided out; files since
+hold the one as asked (`prior`). On them the rules that divide are scored too:
+
+- `as asked if >= F and calibrated first, else both agree calibrated by it` (shipped at
+  F = SURE_SHARE): the raw reading as asked when it is that sure and dividing by `prior`
+  keeps its best first, else both orders divided letter by letter by `prior` agree;
 
 - `both orders agree, first calibrated`: the reading as asked divided by its reading
   without passages, against the reversed reading as it is;
@@ -105,14 +110,9 @@ def _by_text(shown: Any, shares: dict[str, float] | None) -> Shares | None:
 
 
 def _calibrated(shares: Shares, prior: Shares) -> Shares:
-    """`shares` divided by `prior` (the same order without passages), summing to one again;
-    a letter all but never given without passages is divided by PRIOR_FLOOR at least."""
-    moved = {k: p / max(prior.get(k, 0.0), PRIOR_FLOOR) for k, p in shares.items()}
-    total = sum(moved.values()) or 1.0
-    return {k: p / total for k, p in moved.items()}
+    from scholarflow.nodes.option_pick import calibrated
 
-
-PRIOR_FLOOR = 0.01
+    return calibrated(shares, prior)
 
 
 def _best(shares: Shares) -> str:
