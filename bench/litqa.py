@@ -214,10 +214,16 @@ class _Recorder:
         def recorded(original: Any) -> Any:
             async def call(ctx: Any, prompt: Any, *, node: str, **kwargs: Any) -> Any:
                 text = "\n\n".join(content for _, content in prompt)
+                read = [t for n, t in self.prompts if n == node and "<chunk " in t]
                 self.prompts.append((node, text))
-                # The reading of the question alone comes first and holds no passages.
                 if self.stop_at_answer and node == "answer_generation" and "<chunk " in text:
-                    raise _Stop("recall measured; the answer is not asked for")
+                    # The first, with the sentences nearest the stem (option_excerpt.py),
+                    # is answered "not stated" here, so the whole passages come next.
+                    if read:
+                        raise _Stop("recall measured; the answer is not asked for")
+                    return calls.LLMResult(text="not stated", usage={
+                        "node": node, "model": "", "input_tokens": 0, "output_tokens": 0,
+                        "seconds": 0.0})
                 return await original(ctx, prompt, node=node, **kwargs)
             return call
 
@@ -226,8 +232,14 @@ class _Recorder:
         calls.complete = recorded(calls.complete)  # type: ignore[assignment]
 
     def answer_prompt(self) -> str | None:
-        """The first answer prompt with passages: the letter reading of the options as
-        asked, or the streamed answer's."""
+        """The answer prompt with the most passages: the whole passages, unless the
+        answer in words after their nearest sentences (option_excerpt.py) named an option
+        and nothing more was read."""
+        read = [t for node, t in self.prompts if node == "answer_generation" and "<chunk " in t]
+        return max(read, key=lambda t: t.count("<chunk "), default=None)
+
+    def first_prompt(self) -> str | None:
+        """The first answer prompt with passages: the sentences nearest the stem."""
         return next((t for node, t in self.prompts
                      if node == "answer_generation" and "<chunk " in t), None)
 

@@ -49,7 +49,7 @@ async def answer(args: argparse.Namespace) -> None:
     context = Context(show_thinking=False, max_context_tokens=args.window,
                       llm_timeout_seconds=args.llm_timeout)
     correct = insufficient = wrong = unparsed = no_sources = 0
-    paper_sources = paper_correct = key_prompt = 0
+    paper_sources = paper_correct = key_prompt = key_first = 0
     calls, prompt_tok, completion_tok, seconds, llm_seconds = [], [], [], [], []
     by_node: dict[str, list[float]] = {}
     why_insufficient: dict[str, int] = {}
@@ -71,6 +71,7 @@ async def answer(args: argparse.Namespace) -> None:
         paper_sources += right_paper
         no_sources += not sources and picked != INSUFFICIENT
         key_prompt += holds_key(q.key_passage, _passages(recorder.answer_prompt())) is not None
+        key_first += holds_key(q.key_passage, _passages(recorder.first_prompt())) is not None
         if picked == q.ideal:
             correct += 1
             paper_correct += right_paper
@@ -115,7 +116,10 @@ async def answer(args: argparse.Namespace) -> None:
             f">= 0.9 of correct; before {BEFORE['paper_in_sources']}",
             paper_correct >= 0.9 * correct if correct else None),
         Row("key passage in the answer prompt (of those with one)",
-            _share(key_prompt, sum(q.key_passage is not None for q in questions))),
+            _share(key_prompt, sum(q.key_passage is not None for q in questions)),
+            "the most passages the model read"),
+        Row("  in the sentences nearest the stem, read first",
+            _share(key_first, sum(q.key_passage is not None for q in questions))),
         Row("LLM calls a question p50 / max", f"{median(calls):.0f} / {max(calls)}",
             f"<= 4 (PaperQA2 {PAPERQA2['llm_calls']})", max(calls) <= 4),
         Row("prompt tokens a question p50 / max", f"{median(prompt_tok):,.0f} / "

@@ -1,12 +1,15 @@
 """`bench/litqa.py answer --readings FILE`: the readings behind each multiple-choice answer,
 and the rules that could have been drawn from them.
 
-nodes/option_pick.py asks the stem alone, answered in words (`free`); unless that names
-an option, the letter over the passages with the options as asked and, unless that
-reading is sure (`SURE_SHARE`), reversed. This records each reading's letter shares,
-keyed by the options' text, in a JSON-lines file, and scores every rule on the same
-readings, so the shipped rule is compared with the others on the same model outputs
-(only questions with both orders read are scored; the table counts the others):
+nodes/option_pick.py asks the stem alone, answered in words: after the sentences of the
+passages nearest it (`free_excerpt`), then, unless that names an option, after the
+whole passages (`free`); unless one names an option, the letter over the passages with
+the options as asked and, unless that reading is sure (`SURE_SHARE`), reversed. This
+records each answer in words with the option it named (`named_excerpt`, `named`, as
+option_free.read_on settled it), and each reading's letter shares, keyed by the
+options' text, in a JSON-lines file, and scores every rule on the same readings, so the
+shipped rule is compared with the others on the same model outputs (only questions
+with both orders read are scored; the table counts the others):
 
 - `as asked, floor F`: the best option of the reading as asked, if it holds F of it
   (the rule of the fourth session, F = 0.5);
@@ -14,16 +17,19 @@ readings, so the shipped rule is compared with the others on the same model outp
 - `both orders agree, raw`: the option both readings rank first;
 - `as asked if >= F, else both agree, raw`: the raw reading as asked alone when it is
   that sure, else the rule above;
-- `free answer first, else ...`: the option the answer in words names
-  (nodes/option_free.py), else the rule.
+- `free answer first, else ...`: the option the answers in words name
+  (nodes/option_free.py; in files before the twelfth session's, the one answer after the
+  whole passages), else the rule; shipped with the rule above it, at F = 0.5.
 
 Files of sessions five to ten (bench/readings/) also hold each order's reading without
-the passages (`prior`, `prior_reversed`), which those sessions divided out; files since
-hold the one as asked (`prior`). On them the rules that divide are scored too:
+the passages (`prior`, `prior_reversed`), which those sessions divided out; the
+eleventh session's hold the one as asked (`prior`). On them the rules that divide are
+scored too:
 
-- `as asked if >= F and calibrated first, else both agree calibrated by it` (shipped at
-  F = SURE_SHARE): the raw reading as asked when it is that sure and dividing by `prior`
-  keeps its best first, else both orders divided letter by letter by `prior` agree;
+- `as asked if >= F and calibrated first, else both agree calibrated by it` (shipped in
+  the eleventh session at F = 0.5): the raw reading as asked when it is that sure and
+  dividing by `prior` keeps its best first, else both orders divided letter by letter
+  by `prior` agree;
 
 - `both orders agree, first calibrated`: the reading as asked divided by its reading
   without passages, against the reversed reading as it is;
@@ -66,9 +72,9 @@ def install(path: str, questions: list[Question]) -> None:
     original_free = option_pick.read_free
 
     async def read_pick(ctx: Any, head: Any, question: str, asked: Any, evidence: Any,
-                        passages: Any, *, node: str) -> Any:
+                        passages: Any, **kwargs: Any) -> Any:
         seen: dict[str, Shares | None] = {}  # by reading, whatever the order of calls
-        said: list[str] = []
+        said: dict[str, str | None] = {}
         flipped = option_pick.reversed_order(asked)
         flipped_text = option_pick.options_question(flipped)
 
@@ -82,20 +88,24 @@ def install(path: str, questions: list[Question]) -> None:
 
         async def free(*args: Any, **kwargs: Any) -> Any:
             named, line = await original_free(*args, **kwargs)
-            said.append(line)
+            # After the sentences nearest the stem, or the whole passages (`passages`).
+            which = "" if args[3] is passages else "_excerpt"
+            said[f"free{which}"] = line
+            # As named after the passages were read (option_free.read_on), not the words alone.
+            said[f"named{which}"] = asked.options[asked.letters.index(named)] if named else None
             return named, line
 
         option_pick._letters = letters  # type: ignore[assignment]
         option_pick.read_free = free  # type: ignore[assignment]
         try:
             chosen, usage = await original(ctx, head, question, asked, evidence, passages,
-                                           node=node)
+                                           **kwargs)
         finally:
             option_pick._letters = original_letters
             option_pick.read_free = original_free
         q = by_asked.get(question)
         if q is not None:
-            record: dict[str, Any] = {"n": q.n, "free": said[0] if said else None, **seen}
+            record: dict[str, Any] = {"n": q.n, **said, **seen}
             with Path(path).open("a", encoding="utf-8") as out:  # noqa: ASYNC230
                 out.write(json.dumps(record, ensure_ascii=False) + "\n")
         return chosen, usage
@@ -109,10 +119,17 @@ def _by_text(shown: Any, shares: dict[str, float] | None) -> Shares | None:
     return {text: shares[k] for k, text in zip(shown.letters, shown.options, strict=True)}
 
 
-def _calibrated(shares: Shares, prior: Shares) -> Shares:
-    from scholarflow.nodes.option_pick import calibrated
+# A letter the model all but never gave without passages was divided by this at least:
+# dividing by ~0 would hand it the whole choice for a trace of probability.
+PRIOR_FLOOR = 0.01
 
-    return calibrated(shares, prior)
+
+def _calibrated(shares: Shares, prior: Shares) -> Shares:
+    """`shares` divided option by option by `prior` (the reading without the passages),
+    summing to one again: option_pick's rule in sessions five to eleven."""
+    moved = {k: p / max(prior.get(k, 0.0), PRIOR_FLOOR) for k, p in shares.items()}
+    total = sum(moved.values()) or 1.0
+    return {k: p / total for k, p in moved.items()}
 
 
 def _best(shares: Shares) -> str:
@@ -178,7 +195,7 @@ _ONE_PRIOR_AGREE = _agree(_as_calibrated("as_asked", "prior"),
                           _as_calibrated("reversed", "prior_by_letter"))
 
 
-def _shipped(floor: float) -> Rule:
+def _session_11(floor: float) -> Rule:
     """option_pick.read_pick at SURE_SHARE = `floor`: the raw reading as asked when it is
     that sure and calibration keeps its best first, else both orders calibrated by the one
     reading without passages agree."""
@@ -197,7 +214,7 @@ RULES: list[tuple[str, Rule]] = [
     ("both orders agree, raw", _RAW_AGREE),
     *[(f"as asked if >= {f}, else both agree, raw", _sure_else(f, _raw("as_asked"), _RAW_AGREE))
       for f in (0.4, 0.5, 0.6)],
-    ("free answer first, else as asked if >= 0.5, else both agree, raw",
+    ("free answer first, else as asked if >= 0.5, else both agree, raw (shipped)",
      _free_first(_sure_else(0.5, _raw("as_asked"), _RAW_AGREE))),
 ]
 # With the reading without passages as asked (every file) and reversed (sessions 5-10).
@@ -205,8 +222,9 @@ CALIBRATED_RULES: list[tuple[str, Rule, str]] = [
     ("both orders agree, calibrated by the one reading without passages",
      _ONE_PRIOR_AGREE, "prior"),
     *[(f"as asked if >= {f} and calibrated first, else both agree calibrated by it",
-       _shipped(f), "prior") for f in (0.4, 0.5, 0.6)],
-    ("free answer first, else the rule above at 0.5 (shipped)", _free_first(_shipped(0.5)),
+       _session_11(f), "prior") for f in (0.4, 0.5, 0.6)],
+    ("free answer first, else the rule above at 0.5 (eleventh session)",
+     _free_first(_session_11(0.5)),
      "prior"),
     ("both orders agree, each calibrated by its own reading without passages",
      _BOTH_AGREE, "prior_reversed"),
@@ -217,10 +235,14 @@ CALIBRATED_RULES: list[tuple[str, Rule, str]] = [
 
 
 def _named(r: dict[str, Any], q: Question) -> str | None:
-    """The option text the recorded answer in words names, if any."""
+    """The option text the recorded answers in words name, if any: as recorded (files since
+    the twelfth session: after the sentences nearest the stem first), else as the words
+    of the one answer (`free`) name it."""
     from scholarflow.nodes.option_free import free_option
     from scholarflow.nodes.options import Options
 
+    if "named" in r or "named_excerpt" in r:
+        return r.get("named_excerpt") or r.get("named")
     if not r.get("free"):
         return None
     letter = free_option(r["free"], Options(q.question, tuple(q.options), tuple(q.letters)))

@@ -53,6 +53,7 @@ from scholarflow.nodes.option_evidence import (
     question_evidence,
     reserve_tokens,
 )
+from scholarflow.nodes.option_excerpt import excerpt
 from scholarflow.nodes.option_pick import picked_text, read_pick
 from scholarflow.nodes.options import Options, insufficient_option, split_options
 from scholarflow.nodes.packing import pack_groups
@@ -217,20 +218,26 @@ class _Answerer:
             self.turn = question_turn(self.query, format_option_evidence(evidence))
             # A reasoning model's first token is its thought, never the letter.
             if intent == Intent.LITERATURE_QA and not thinks(endpoint_key(self.ctx)):
-                picked = await self.pick(system, asked, evidence, kept, citations)
+                cut, numbers = excerpt(asked, kept)  # numbered as in the whole prompt
+                short = self.fill(template, CITED_MATERIAL_PROMPT.format(
+                    chunks=format_chunks(cut, numbers)))
+                picked = await self.pick((system, short, cut), asked, evidence, kept,
+                                         citations)
                 if picked is not None:
                     return picked
         answer = await self.stream_answer(system, citations)
         return answer, sources_for(citations.cited, kept)
 
-    async def pick(self, system: str, asked: Options, evidence: list[OptionEvidence],
-                   kept: list[RecalledChunkState], citations: AttributingFilter
-                   ) -> tuple[str, list[Source]] | None:
-        """The answer read off the first token of hidden letter-only calls (option_pick.py);
-        None when the server gives no letters' probabilities: the model writes it."""
+    async def pick(self, systems: tuple[str, str, list[RecalledChunkState]], asked: Options,
+                   evidence: list[OptionEvidence], kept: list[RecalledChunkState],
+                   citations: AttributingFilter) -> tuple[str, list[Source]] | None:
+        """The answer read off hidden calls (option_pick.py) with `systems`: the system
+        message with the passages, and with `excerpt` of them; None when the server gives
+        no letters' probabilities: the model writes it."""
+        system, short, cut = systems
         chosen, usage = await read_pick(
             self.ctx, [("system", system), *self.history], self.query, asked, evidence, kept,
-            node=NODE)
+            node=NODE, excerpt_head=[("system", short), *self.history], excerpt_passages=cut)
         self.usage.extend(usage)
         if chosen is None:
             return None
@@ -238,8 +245,8 @@ class _Answerer:
             self.thinking.say(f"The model's answer from the passages, asked without the "
                               f"options: {chosen.describe()}.")
         else:
-            self.thinking.say("The model's choice among the options, weighed against its "
-                              f"choice without the passages: {chosen.describe()}."
+            self.thinking.say("The model's choice among the options: "
+                              f"{chosen.describe()}."
                               + (f" With their order reversed: {chosen.runner_up}."
                                  if chosen.runner_up else ""))
         text = picked_text(chosen, asked, evidence, chinese=self.language != "English",

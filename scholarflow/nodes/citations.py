@@ -121,9 +121,11 @@ def sources_for(cited: Sequence[int], numbered: Sequence[RecalledChunkState]) ->
     return sources
 
 
-def format_chunks(numbered: Sequence[RecalledChunkState]) -> str:
-    """The recalled chunks as the prompt's numbered material."""
+def format_chunks(numbered: Sequence[RecalledChunkState],
+                  numbers: Sequence[int] | None = None) -> str:
+    """The recalled chunks as the prompt's numbered material: numbered from 1, or by
+    `numbers` (a part of them keeps the numbers the whole has)."""
     return "\n\n".join(
         f'<chunk n="{i}" title="{c["title"]}" where="{c["location"]}">\n{c["text"]}\n</chunk>'
-        for i, c in enumerate(numbered, 1)
+        for i, c in zip(numbers or range(1, len(numbered) + 1), numbered, strict=True)
     )

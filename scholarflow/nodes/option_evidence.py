@@ -33,7 +33,7 @@ from scholarflow.tokens import count_tokens
 
 __all__ = ["OPTION_PASSAGES", "UNNAMEABLE", "OptionEvidence", "format_option_evidence",
            "option_evidence", "option_passages", "option_words", "question_evidence",
-           "reserve_tokens", "words"]
+           "reserve_tokens", "split_sentences", "stem_terms", "words"]
 
 # A multiple-choice answer prompt keeps the best few passages, and of the rest those
 # naming an option: the key passage ranks high or names the right option. On LitQA2's dev
@@ -61,7 +61,7 @@ class OptionEvidence:
     sentence: str  # that passage's sentence naming it, "" when none does
 
 
-def _sentences(text: str) -> list[str]:
+def split_sentences(text: str) -> list[str]:
     """`text`'s sentences, not cut after "Fig." or "et al."."""
     merged: list[str] = []
     for piece in _SENTENCE.split(" ".join(text.split())):
@@ -119,9 +119,9 @@ def option_words(asked: Options) -> list[tuple[str, list[str]]]:
 def option_evidence(asked: Options, passages: Sequence[RecalledChunkState]
                     ) -> list[OptionEvidence]:
     """Each option but the "insufficient" one with the sentence that names it best."""
-    terms = _stem_terms(asked)
+    terms = stem_terms(asked)
     # Each sentence's words once, not once per option.
-    split = [[(s, words(s)) for s in _sentences(p["text"])] for p in passages]
+    split = [[(s, words(s)) for s in split_sentences(p["text"])] for p in passages]
     found: list[OptionEvidence] = []
     for letter, text, option in _candidates(asked):
         best = _nearest(terms, ((number, sentence) for number, sentences in enumerate(split, 1)
@@ -138,14 +138,15 @@ def option_passages(asked: Options, passages: Sequence[RecalledChunkState]
     options = [option for _, option in option_words(asked)]
 
     def names_one(passage: RecalledChunkState) -> bool:
-        split = [words(sentence) for sentence in _sentences(passage["text"])]
+        split = [words(sentence) for sentence in split_sentences(passage["text"])]
         return any(_names(option, said) for option in options for said in split)
 
     head = list(passages[:OPTION_PASSAGES])
     return head + [p for p in passages[OPTION_PASSAGES:] if names_one(p)]
 
 
-def _stem_terms(asked: Options) -> set[str]:
+def stem_terms(asked: Options) -> set[str]:
+    """The stem's search terms longer than two letters."""
     return {t for t in query_terms(asked.stem) if len(t) > 2}
 
 
@@ -165,9 +166,9 @@ def question_evidence(asked: Options, passages: Sequence[RecalledChunkState]
                       ) -> OptionEvidence | None:
     """The sentence sharing most words with the stem, as evidence of no option: what an
     answer naming an option no passage names ("Yes") quotes. None without passages."""
-    best = _nearest(_stem_terms(asked), ((number, sentence)
+    best = _nearest(stem_terms(asked), ((number, sentence)
                                          for number, passage in enumerate(passages, 1)
-                                         for sentence in _sentences(passage["text"])))
+                                         for sentence in split_sentences(passage["text"])))
     return OptionEvidence("", "", *best) if best else None
 
 

@@ -12,8 +12,11 @@ An option is named when the answer (its first line, citations dropped) has the
 option's words, or when, of the options whose words it has at least COVERED of, it has
 most of that option's and its own words are most that option's: "5-fold more sensitive"
 names "5-fold", and "East and southeast" names "East and southeast", not "East and
-southeast: northeast". Failing that, an answer of two words or more names the one option
-that has all of them ("Y-shaped": "Supercoiled and doubly tethered (Y-shape)"). A word
+southeast: northeast", unless a passage goes on with the rest of the longer option
+right where the answer's words stand ("the east and southeast: northeast pair"; the
+model copied the pair's first half: `read_on`). Failing that, an answer of two words or
+more names the one option that has all of them ("Y-shaped": "Supercoiled and doubly
+tethered (Y-shape)"), and so does a name alone ("CXE": "CXE (Cas9-XTEN-hExo1)"). A word
 with a short ending is the same word ("multipliers", "multiplier"). "Yes", "No" and the
 like must be the whole answer, or its first word before a comma ("Yes, it does").
 """
@@ -21,6 +24,7 @@ like must be the whole answer, or its first word before a comma ("Yes, it does")
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from scholarflow.context import Context
 from scholarflow.language import is_chinese
@@ -30,10 +34,10 @@ from scholarflow.nodes.citations import drop_citations
 from scholarflow.nodes.option_evidence import UNNAMEABLE, option_words, words
 from scholarflow.nodes.options import Options, says_insufficient
 from scholarflow.prompts import FREE_ANSWER_EN, FREE_ANSWER_ZH
-from scholarflow.state import LLMUsage
+from scholarflow.state import LLMUsage, RecalledChunkState
 
 __all__ = ["COVERED", "FREE_TOKENS", "first_line", "free_option", "read_free",
-           "same_word"]
+           "read_on", "same_word"]
 
 FREE_TOKENS = 32  # a few words: the answer, not an explanation (3 tokens p50 on LitQA2)
 COVERED = 0.6  # the share of an option's words an answer must have to name it
@@ -41,6 +45,9 @@ STEM_LETTERS = 4  # a word this long or longer may take an ending and stay itsel
 ENDING_LETTERS = 3  # "-s", "-ed", "-ing"
 SHOWN_CHARS = 120  # the answer as quoted back to the reader
 _CLAUSE_END = re.compile(r"\s*[,.;:]")
+# A gene, protein or construct's name: letters with a digit or two capitals ("CXE",
+# "Vamp2"), not a word of the language ("symmetrical") nor a number alone.
+_NAME = re.compile(r"(?=\w*[^\W\d_])(?=\w*\d|\w*[A-Z]\w*[A-Z])\w+")
 
 
 def first_line(answer: str) -> str:
@@ -88,12 +95,38 @@ def free_option(answer: str, asked: Options) -> str | None:
             len(scored) == 1 or scored[0][0] != scored[1][0]):
         return scored[0][1]
     # "Y-shaped" names "Supercoiled and doubly tethered (Y-shape)" when no other option
-    # has both its words; one word ("symmetrical") is too little to go on.
+    # has both its words; one word ("symmetrical") is too little to go on, unless it is a
+    # name ("CXE" names "CXE (Cas9-XTEN-hExo1)").
     whole = [letter for (_, own), letter in scored if own == 1.0]
-    return whole[0] if len(said) >= 2 and len(whole) == 1 else None
+    one_name = len(said) == 1 and _NAME.fullmatch(line.strip(" .")) is not None
+    return whole[0] if (len(said) >= 2 or one_name) and len(whole) == 1 else None
 
 
-async def read_free(ctx: Context, head: llm.Prompt, asked: Options, *, node: str,
+def read_on(letter: str, answer: str, asked: Options,
+            passages: Sequence[RecalledChunkState]) -> str:
+    """The letter of the option that begins with option `letter`'s words and goes on as a
+    passage does right after the answer's words; else `letter`. The answer copied "east
+    and southeast" from "the east and southeast: northeast pair": its option is "East and
+    southeast: northeast", not "East and southeast"."""
+    named = dict(option_words(asked))[letter]
+    said = words(first_line(answer))
+    longer = [(k, option[len(named):]) for k, option in option_words(asked)
+              if len(option) > len(named) and option[:len(named)] == named]
+    if not longer or not said:
+        return letter
+    for passage in passages:
+        text = words(passage["text"])
+        for i in range(len(text) - len(said) + 1):
+            if text[i:i + len(said)] == said:
+                after = text[i + len(said):]
+                for k, rest in longer:
+                    if after[:len(rest)] == rest:
+                        return k
+    return letter
+
+
+async def read_free(ctx: Context, head: llm.Prompt, asked: Options,
+                    passages: Sequence[RecalledChunkState], *, node: str,
                     usage: list[LLMUsage]) -> tuple[str | None, str]:
     """(the letter of the option it names or None, the answer's first line): the stem
     alone after `head`, the answer prompt's system message with the passages."""
@@ -101,4 +134,7 @@ async def read_free(ctx: Context, head: llm.Prompt, asked: Options, *, node: str
     result = await llm.complete(ctx, [*head, ("user", template.format(stem=asked.stem))],
                                 node=node, max_tokens=FREE_TOKENS)
     usage.append(result.usage)
-    return free_option(result.text, asked), first_line(result.text)
+    named = free_option(result.text, asked)
+    if named is not None:
+        named = read_on(named, result.text, asked, passages)
+    return named, first_line(result.text)

@@ -4,34 +4,27 @@ Asked to write the letter of the option the passages support, then explain,
 Qwen2.5-1.5B wrote a letter for every LitQA2 question and never the
 "insufficient" one: 21 of 41 right, precision 0.51. So:
 
-* first the stem alone after the passages, answered in a few words
-  (nodes/option_free.py): an answer naming one option is the answer, in one call;
-* else hidden calls ask for the letter alone (`max_tokens=1`) with the first
-  token's alternatives (`top_logprobs`); the options' letters share the
-  probability the model gave letters at all. A small model favours some letters
-  whatever they stand for, and its guess without the passages is in the reading
-  too. So the options are read as asked and, unless that reading gives one option
-  SURE_SHARE of its choice, reversed; then the question as asked without the
-  passages, and each reading is divided by it letter by letter (calibrated) and
-  made to add up to one again: what counts is how far the passages moved the model,
-  not where it started. The answer is the option both calibrated orders rank first,
-  unless it is the "insufficient" option; a sure first reading is the answer alone
-  when calibration keeps it first. When the orders differ, the answer depends on
-  where the options stand, and it says the passages do not settle the question,
-  naming the question's "insufficient" option when it lists one;
+* first the stem alone, answered in a few words (nodes/option_free.py): after the
+  sentences of the passages nearest the stem (nodes/option_excerpt.py), then, unless
+  that answer names an option, after the whole passages; an answer naming one option
+  is the answer;
+* else hidden calls ask for the letter alone (`max_tokens=1`) with the first token's
+  alternatives (`top_logprobs`); the options' letters share the probability the model
+  gave letters at all. A small model favours some letters whatever they stand for, so
+  unless the reading as asked gives one option SURE_SHARE of its choice, the options
+  are read again in reverse order, and the answer is the option both orders rank first,
+  unless it is the "insufficient" one. When the orders differ, the answer depends on
+  where the options stand, and it says the passages do not settle the question, naming
+  the question's "insufficient" option when it lists one;
 * the answer is the option with the passage sentence that names it
   (nodes/option_evidence.py), cited: no call writes an explanation, which cost the
   1.5B model 300-odd tokens at 10-15 a second.
 
-The calls with the passages come one after the other and the short one without them
-last, so a server caching one prompt's prefix (llama.cpp) reads the passages once: one
-call when the answer in words names an option, three when the first reading is sure,
-else four. Sessions seven to ten also read the reversed order without the passages (five
-calls); on the readings they left (bench/README.md, `litqa.py answer --readings`), the
-one reading without passages, divided out of both orders, answered as they did with the
-answer in words first (25 / 14 / 2 on the tenth session's), 72 / 63 / 10 against
-76 / 58 / 11 over the four sets without it; the raw readings, no calibration (three
-calls), 80 / 52 / 13 there and 26 / 10 / 5 on the whole dev split: precision under 0.85.
+At most four calls: one or two answers in words, one or two letters. Sessions five to
+eleven also read the letters without the passages and divided that reading out of
+each order (calibration); on the same readings (bench/README.md, twelfth session), with
+the excerpt's answer first, the raw orders answered 28 / 8 / 4 of 40 against 27 / 11 / 2
+with calibration in five calls, and they need no fifth call.
 
 A server that gives no alternatives (some do not implement `logprobs`), or a first token
 that is not a letter, leaves the answer to the streamed call as before (`read_pick`
@@ -71,28 +64,23 @@ from scholarflow.prompts import (
 )
 from scholarflow.state import LLMUsage, RecalledChunkState
 
-__all__ = ["LETTER_MASS_FLOOR", "PRIOR_FLOOR", "SURE_SHARE", "OptionPick", "calibrated",
-           "decide", "letter_shares", "options_question", "picked_text", "read_pick",
-           "reversed_order"]
+__all__ = ["LETTER_MASS_FLOOR", "SURE_SHARE", "OptionPick", "decide", "letter_shares",
+           "options_question", "picked_text", "read_pick", "reversed_order"]
 
 TOP_LOGPROBS = 20  # alternatives asked for: the letters sit in the first few
 # Letters must hold this much of the first token's probability, else the model was not
 # answering with a letter ("The", "Based"): the streamed answer decides instead.
 LETTER_MASS_FLOOR = 0.5
-# The reading as asked decides alone when it gives one option this share of its choice
-# and calibration keeps it first; else the reversed order must agree
-# (bench/litqa_readings.py scores other floors).
+# The reading as asked decides alone when it gives one option this share of its choice;
+# else the reversed order must agree (bench/litqa_readings.py scores other floors).
 SURE_SHARE = 0.5
-# A letter the model all but never gives without passages is divided by this at least:
-# dividing by ~0 would hand it the whole choice for a trace of probability.
-PRIOR_FLOOR = 0.01
 
 
 @dataclass(frozen=True, slots=True)
 class OptionPick:
     letter: str  # the first reading's best option: the answer unless `abstained`
     text: str
-    share: float  # its share in the first reading (calibrated, unless sure)
+    share: float  # its share in the first reading
     abstained: bool  # the answer is that the passages do not settle it
     shares: tuple[tuple[str, float], ...] = ()  # the first reading's, as `share`, best first
     runner_up: str = ""  # "D) text": the reversed reading's best, when it differs
@@ -120,18 +108,6 @@ def letter_shares(logprobs: Sequence[tuple[str, float]], letters: Sequence[str]
     if total < LETTER_MASS_FLOOR:
         return None
     return {letter: p / total for letter, p in mass.items()}
-
-
-def calibrated(shares: dict[str, float], prior: dict[str, float]) -> dict[str, float]:
-    """`shares` divided letter by letter by `prior` (the question's letters without the
-    passages), summing to one again."""
-    moved = {k: p / max(prior.get(k, 0.0), PRIOR_FLOOR) for k, p in shares.items()}
-    total = sum(moved.values()) or 1.0
-    return {k: p / total for k, p in moved.items()}
-
-
-def _best(shares: dict[str, float]) -> str:
-    return max(shares, key=lambda k: shares[k])
 
 
 def reversed_order(asked: Options) -> Options:
@@ -183,52 +159,41 @@ async def _letters(ctx: Context, prompt: llm.Prompt, letters: Sequence[str], nod
 
 async def read_pick(ctx: Context, head: llm.Prompt, question: str, asked: Options,
                     evidence: Sequence[OptionEvidence], passages: Sequence[RecalledChunkState],
-                    *, node: str) -> tuple[OptionPick | None, list[LLMUsage]]:
-    """The answer of hidden calls: after `head` (the answer prompt's system message with
-    the passages, and the history) the stem alone, answered in words; unless that names
-    an option, the letter as asked, reversed unless that reading is SURE_SHARE sure, and
-    the question alone. None when the server gives no alternatives or a reading gives
-    no letters' probabilities."""
+                    *, node: str, excerpt_head: llm.Prompt = (),
+                    excerpt_passages: Sequence[RecalledChunkState] = ()
+                    ) -> tuple[OptionPick | None, list[LLMUsage]]:
+    """The answer of hidden calls: the stem alone after `excerpt_head` (the answer prompt's
+    system message with the sentences nearest the stem, option_excerpt.py), then after
+    `head` (with the whole passages), answered in words; unless one of these names an
+    option, the letter as asked and, unless that reading is SURE_SHARE sure, reversed.
+    None when the server gives no alternatives or a reading gives no letters'
+    probabilities."""
     usage: list[LLMUsage] = []
-    named, said = await read_free(ctx, head, asked, node=node, usage=usage)
-    if named is not None:
-        return OptionPick(named, asked.options[asked.letters.index(named)], 1.0, False,
-                          both_orders=False, free=said), usage
-    flipped = reversed_order(asked)
-
-    async def reversed_reading() -> dict[str, float] | None:
-        # `evidence` is where the passages name the options as asked; reversed, their own.
-        turn = question_turn(options_question(flipped),
-                             format_option_evidence(option_evidence(flipped, passages)),
-                             letter_only=True)
-        return await _letters(ctx, [*head, ("user", turn)], flipped.letters, node, usage)
-
+    # The short prompt first: a one-prompt cache (llama.cpp) then holds the passages for
+    # every call after it.
+    for shown, read in ((excerpt_head, excerpt_passages), (head, passages)):
+        if not shown or not read:  # no sentence shares a word with the stem
+            continue
+        named, said = await read_free(ctx, shown, asked, read, node=node, usage=usage)
+        if named is not None:
+            return OptionPick(named, asked.options[asked.letters.index(named)], 1.0, False,
+                              both_orders=False, free=said), usage
     try:
         turn = question_turn(question, format_option_evidence(evidence), letter_only=True)
         first = await _letters(ctx, [*head, ("user", turn)], asked.letters, node, usage)
         if first is None:
             return None, usage
-        sure = max(first.values()) >= SURE_SHARE
-        second = None if sure else await reversed_reading()
-        if not sure and second is None:
-            return None, usage
-        # Last: the short call would take the passages' place in a one-prompt cache.
-        prior = await _letters(ctx, [("user", question_turn(question, letter_only=True))],
-                               asked.letters, node, usage)
-        if prior is None:  # no letter without the passages: nothing to divide out
-            prior = dict.fromkeys(asked.letters, 1.0)
-        moved = calibrated(first, prior)
-        if second is None:
-            if _best(moved) == _best(first):
-                return decide(asked, first, None), usage
-            # The choice without the passages explains the sure one: read the other order.
-            second = await reversed_reading()
-            if second is None:
-                return None, usage
+        if max(first.values()) >= SURE_SHARE:
+            return decide(asked, first, None), usage
+        # `evidence` is where the passages name the options as asked; reversed, their own.
+        flipped = reversed_order(asked)
+        turn = question_turn(options_question(flipped),
+                             format_option_evidence(option_evidence(flipped, passages)),
+                             letter_only=True)
+        second = await _letters(ctx, [*head, ("user", turn)], flipped.letters, node, usage)
     except _NoAlternatives:
         return None, usage
-    # The same letters' bias, without the passages, divided out of the reversed order.
-    return decide(asked, moved, calibrated(second, prior)), usage
+    return (None if second is None else decide(asked, first, second)), usage
 
 
 def picked_text(chosen: OptionPick, asked: Options, evidence: Sequence[OptionEvidence],

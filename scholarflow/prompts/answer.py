@@ -169,24 +169,23 @@ PICKED_EVIDENCE_ZH = prompt("PICKED_EVIDENCE_ZH", "段落 [{n}] 写道：“{sen
                             "n", "sentence")
 PICKED_SHARE_EN = prompt(
     "PICKED_SHARE_EN",
-    "(The model ranked this option first with the options in either order; with the "
-    "passages it gave it {share} of its choice, weighed against its choice without them.)",
+    "(The model ranked this option first with the options in either order; with them "
+    "as asked it gave it {share} of its choice.)",
     "share")
 PICKED_SHARE_ZH = prompt(
     "PICKED_SHARE_ZH",
-    "（选项按原顺序和倒序排列时，模型都把这个选项排在第一；有这些段落时它给这个选项的把握"
-    "为 {share}，已按没有段落时的选择校正。）", "share")
+    "（选项按原顺序和倒序排列时，模型都把这个选项排在第一；按原顺序时它给这个选项的把握"
+    "为 {share}。）", "share")
 # When the reading as asked was sure enough (option_pick.SURE_SHARE) to skip the other order.
 PICKED_SURE_EN = prompt(
     "PICKED_SURE_EN",
-    "(With the passages the model gave this option {share} of its choice, and its choice "
-    "without them does not explain it: sure enough not to read the options again in "
-    "reverse order.)",
+    "(With the passages the model gave this option {share} of its choice: sure enough "
+    "not to read the options again in reverse order.)",
     "share")
 PICKED_SURE_ZH = prompt(
     "PICKED_SURE_ZH",
-    "（有这些段落时模型给这个选项的把握为 {share}，没有段落时的选择不能解释它；足够确定，"
-    "未再按倒序读一遍选项。）", "share")
+    "（有这些段落时模型给这个选项的把握为 {share}；足够确定，未再按倒序读一遍选项。）",
+    "share")
 PICK_SPLIT_EN = prompt(
     "PICK_SPLIT_EN",
     "Insufficient information: the passages do not settle this question. The model's "

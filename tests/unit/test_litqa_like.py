@@ -71,21 +71,17 @@ PICK_TURN = "Reply with only the letter"  # the hidden calls that read the answe
 FREE_TURN = "Reply with only the answer itself"  # the stem alone, before the letters
 
 
-def pick_rules(first: dict[str, float], reversed_: dict[str, float],
-               prior: dict[str, float] | None = None, free: str = "not stated"
+def pick_rules(first: dict[str, float], reversed_: dict[str, float], free: str = "not stated"
                ) -> list[dict[str, Any]]:
-    """The hidden calls' replies: the stem alone after the passages (`free`), then the
-    letter calls' first tokens: as asked (its turn lists the options the passages name),
-    with the options reversed ("A) Insufficient ..."), and without passages (`prior`)."""
-    prior = prior or dict.fromkeys("ABCDE", 0.2)
+    """The hidden calls' replies: the stem alone after the sentences nearest it and after
+    the passages (`free`), then the letter calls' first tokens: as asked (its turn lists
+    the options the passages name) and with the options reversed ("A) Insufficient ...")."""
     return [{"match": FREE_TURN, "role": "last_user", "reply": free},
             {"match": r"A\) Insufficient information.*Options the passages name",
              "role": "last_user",
              "reply": max(reversed_, key=lambda k: reversed_[k]), "logprobs": reversed_},
             {"match": "Options the passages name", "role": "last_user",
-             "reply": max(first, key=lambda k: first[k]), "logprobs": first},
-            {"match": PICK_TURN, "role": "last_user",
-             "reply": max(prior, key=lambda k: prior[k]), "logprobs": prior}]
+             "reply": max(first, key=lambda k: first[k]), "logprobs": first}]
 STEM = ("At which amino acid position is a large oligosaccharide density observed in "
         "the cryo-EM map of Nav1.6?")
 
@@ -130,8 +126,9 @@ async def test_the_key_passage_reaches_the_answer_prompt(fake_llm: FakeOpenAISer
     assert out["error"] is None
     # A question with options is a precise question: the rules say so, no LLM call.
     assert (out["detected_intent"], out["intent_decided_by"]) == ("LITERATURE_QA", "rules")
-    # No planner call (the stem is the search): the stem alone after the passages ("not
-    # stated"), the one-token readings over them, as asked and reversed, then without them.
+    # No planner call (the stem is the search): the stem alone after the sentences nearest
+    # it and after the passages ("not stated"), the one-token readings over the passages,
+    # as asked and reversed.
     assert len(fake_llm.stats().requests) == 4
     assert not any("sub_questions" in p for p in _prompts(fake_llm))
     # Recall searched the library by the stem alone, and its best paper by the stem and
@@ -140,17 +137,20 @@ async def test_the_key_passage_reaches_the_answer_prompt(fake_llm: FakeOpenAISer
     assert [s["queries"][0] for s in plan[:2]] == [stem, f"{stem} {' '.join(OPTIONS[:4])}"]
     assert [s["doc_id"] for s in plan[:2]] == [None, "nav16"]
     assert not any("Leu288" in q for s in plan if s["doc_id"] is None for q in s["queries"])
-    # The stem alone, then the letter readings, the reversed order too: one after the
-    # other, so a server caching one prefix reads the passages once; the question alone last.
+    # The stem alone after the sentences nearest it (short: first), then after the
+    # passages, then the letter readings, the reversed order too: one after the other,
+    # so a server caching one prefix reads the passages once.
     requests = [r["messages"] for r in fake_llm.stats().requests]
-    assert [len(m) for m in requests] == [2, 2, 2, 1]
-    free_prompt, answer_prompt, reversed_prompt = (m[0]["content"] for m in requests[:3])
+    assert [len(m) for m in requests] == [2, 2, 2, 2]
+    excerpt_prompt, free_prompt, answer_prompt, reversed_prompt = (
+        m[0]["content"] for m in requests)
     assert free_prompt == reversed_prompt == answer_prompt
-    assert requests[0][-1]["content"].startswith(f"{STEM}\n\n(Reply with only the answer")
-    assert "Trp324" not in requests[0][-1]["content"]  # no option: the stem alone
-    assert "Options:\nA) Insufficient information" in requests[2][-1]["content"]
-    assert requests[3][0]["content"].startswith(litqa_question(STEM))
-    assert "Asn326." not in requests[3][0]["content"]  # no passage sentence
+    assert len(excerpt_prompt) < len(answer_prompt)
+    assert "attaching to Asn326" in " ".join(excerpt_prompt.split())
+    for turn in (requests[0][-1]["content"], requests[1][-1]["content"]):
+        assert turn.startswith(f"{STEM}\n\n(Reply with only the answer")
+        assert "Trp324" not in turn  # no option: the stem alone
+    assert "Options:\nA) Insufficient information" in requests[3][-1]["content"]
     assert KEY_PASSAGE.split(",")[0] in " ".join(answer_prompt.split())
     # The best passage is listed last, next to the question.
     last = answer_prompt[answer_prompt.rindex("<chunk "):]
@@ -159,11 +159,10 @@ async def test_the_key_passage_reaches_the_answer_prompt(fake_llm: FakeOpenAISer
     # The option, the passage sentence that names it, cited, and the model's share.
     assert out["answer"].startswith("C) Asn326\n\nPassage [")
     assert "attaching to Asn326." in out["answer"]
-    assert "it gave it 47% of its choice, weighed against its choice without them" in out[
-        "answer"]
+    assert "with them as asked it gave it 47% of its choice" in out["answer"]
     assert {s["doc_id"] for s in out["sources"]} == {"nav16"}
     # The question's turn lists where the passages name each option (option_evidence.py).
-    turn = requests[1][-1]["content"]
+    turn = requests[2][-1]["content"]
     assert "Options the passages name:" in turn
     assert "- C) Asn326: passage [" in turn and "attaching to Asn326." in turn
     assert "Trp324:" not in turn  # named by no passage: not listed
@@ -243,21 +242,6 @@ async def test_an_answer_in_words_settles_what_the_letters_would_not(
     assert len(fake_llm.stats().requests) == 1
 
 
-async def test_the_reading_without_passages_is_divided_out(
-    fake_llm: FakeOpenAIServer,
-) -> None:
-    await _library()
-    # With the passages A (Trp324) 45%, C (Asn326) 40%; without them A 70%: the passages
-    # moved the model towards C. Reversed, Asn326 (C there too) is first, also once the
-    # same letters' reading without passages is divided out.
-    fake_llm.configure(rules=pick_rules(
-        {"A": 0.45, "C": 0.4, "B": 0.05, "D": 0.05, "E": 0.05}, {"C": 0.7, "E": 0.2},
-        prior={"A": 0.7, "B": 0.1, "C": 0.1, "D": 0.05, "E": 0.05}))
-    out, _ = await run_graph({"query": litqa_question(STEM), "kb": "lib"}, Context())
-    assert out["answer"].startswith("C) Asn326\n\nPassage [")
-    assert {s["doc_id"] for s in out["sources"]} == {"nav16"}
-
-
 async def test_a_model_that_picks_the_insufficient_option_says_so(
     fake_llm: FakeOpenAIServer,
 ) -> None:
@@ -286,9 +270,9 @@ async def test_without_letter_probabilities_the_model_writes_the_answer(
     assert out["error"] is None
     assert out["answer"].startswith("C) Asn326. The oligosaccharide density")
     assert {s["doc_id"] for s in out["sources"]} == {"nav16"}
-    # The stem alone after the passages ("not stated"), the letter after them (no
-    # letter), the answer.
-    assert len(fake_llm.stats().requests) == 3
+    # The stem alone after the sentences nearest it and after the passages ("not
+    # stated"), the letter after them (no letter), the answer.
+    assert len(fake_llm.stats().requests) == 4
 
 
 async def test_a_question_no_passage_speaks_to_is_insufficient_without_a_guess(

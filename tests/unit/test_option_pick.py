@@ -11,12 +11,10 @@ from scholarflow import Context
 from scholarflow.llm.calls import LLMResult
 from scholarflow.nodes import option_pick
 from scholarflow.nodes.option_evidence import OptionEvidence, question_evidence
-from scholarflow.nodes.option_free import first_line, free_option, same_word
+from scholarflow.nodes.option_free import first_line, free_option, read_on, same_word
 from scholarflow.nodes.option_pick import (
-    PRIOR_FLOOR,
     SURE_SHARE,
     OptionPick,
-    calibrated,
     decide,
     letter_shares,
     options_question,
@@ -50,20 +48,6 @@ def test_letter_shares_count_each_spelling_of_a_letter_and_share_what_letters_go
 def test_no_answer_is_read_when_the_model_was_not_writing_a_letter() -> None:
     assert letter_shares(alternatives(The=0.7, B=0.2), ASKED.letters) is None
     assert letter_shares([], ASKED.letters) is None
-
-
-def test_calibration_counts_what_the_passages_moved_not_where_the_model_started() -> None:
-    # With the passages A 45%, C 40%; without them the model already gives A 60%: the
-    # passages moved it towards C, not A.
-    with_passages = {"A": 0.45, "B": 0.05, "C": 0.4, "D": 0.05, "E": 0.05}
-    without = {"A": 0.6, "B": 0.1, "C": 0.1, "D": 0.1, "E": 0.1}
-    moved = calibrated(with_passages, without)
-    assert max(moved, key=lambda k: moved[k]) == "C"
-    assert sum(moved.values()) == pytest.approx(1.0)
-    assert moved["C"] == pytest.approx(4.0 / (0.75 + 0.5 * 3 + 4.0))
-    # A letter the model never gives without passages is divided by PRIOR_FLOOR, not ~0.
-    assert calibrated({"A": 0.9, "B": 0.1}, {"A": 1.0, "B": 0.0}) == pytest.approx(
-        {"A": 0.9 / (0.9 + 0.1 / PRIOR_FLOOR), "B": (0.1 / PRIOR_FLOOR) / (0.9 + 10.0)})
 
 
 def test_the_reversed_order_keeps_the_letters_and_flips_the_options() -> None:
@@ -107,8 +91,7 @@ def test_the_answer_quotes_the_sentence_naming_the_option_in_the_question_langua
     said = [OptionEvidence("A", "Trp324", None, ""),
             OptionEvidence("B", "Asn326", 3, "The glycan attaches to Asn326.")]
     share_en = ("(The model ranked this option first with the options in either order; "
-                "with the passages it gave it 80% of its choice, weighed against its choice "
-                "without them.)")
+                "with them as asked it gave it 80% of its choice.)")
     assert picked_text(chosen, ASKED, said, chinese=False) == (
         f'B) Asn326\n\nPassage [3] says: "The glycan attaches to Asn326." [3]\n\n{share_en}')
     assert picked_text(chosen, ASKED, said, chinese=True).startswith(
@@ -147,35 +130,40 @@ def test_an_abstention_names_the_insufficient_option_when_the_question_lists_one
 
 
 class _Readings:
-    """llm.complete for the hidden calls: the stem answered in words (`free`), and each
-    letter prompt's first-token alternatives, by whether it holds the passages ("PASSAGES"
-    in its system message) and the order shown."""
+    """llm.complete for the hidden calls: the stem answered in words after the sentences
+    nearest it ("EXCERPT" system message: `excerpt`) and after the passages ("PASSAGES":
+    `free`), and each letter prompt's first-token alternatives, by the order shown."""
 
-    def __init__(self, with_passages: dict[str, float], alone: dict[str, float] | None = None,
-                 reversed_with: dict[str, float] | None = None,
-                 logprobs: bool = True, free: str = "not stated") -> None:
-        self.tables = {(True, False): with_passages, (True, True): reversed_with or with_passages,
-                       (False, False): alone or dict.fromkeys("ABCDE", 0.2)}
+    def __init__(self, with_passages: dict[str, float],
+                 reversed_with: dict[str, float] | None = None, logprobs: bool = True,
+                 free: str = "not stated", excerpt: str = "not stated") -> None:
+        self.tables = {False: with_passages, True: reversed_with or with_passages}
         self.logprobs = logprobs
-        self.free = free  # the reply to the stem alone after the passages
+        self.free = {"EXCERPT": excerpt, "PASSAGES": free}
         self.prompts: list[Any] = []
+        self.read: list[str] = []  # each call's system message, and " letter" for letters
 
     async def complete(self, ctx: Any, prompt: Any, **kwargs: Any) -> LLMResult:
         self.prompts.append(prompt)
-        table = self.tables[(len(prompt) > 1, "A) Insufficient" in prompt[-1][1])]
+        self.read.append(prompt[0][1] + (" letter" if kwargs.get("top_logprobs") else ""))
         usage: LLMUsage = {"node": "answer_generation", "model": "m", "input_tokens": 1,
                            "output_tokens": 1, "seconds": 0.0}
         if not kwargs.get("top_logprobs"):  # the stem alone, answered in words
-            return LLMResult(text=self.free, usage=usage)
+            return LLMResult(text=self.free[prompt[0][1]], usage=usage)
+        table = self.tables["A) Insufficient" in prompt[-1][1]]
         alternatives = tuple((k, math.log(p)) for k, p in table.items()) if self.logprobs else ()
         return LLMResult(text="", usage=usage, first_token_logprobs=alternatives)
 
 
-async def _read(monkeypatch: pytest.MonkeyPatch, readings: _Readings) -> OptionPick | None:
+async def _read(monkeypatch: pytest.MonkeyPatch, readings: _Readings,
+                excerpt: list[Any] | None = None) -> OptionPick | None:
     monkeypatch.setattr(option_pick.llm, "complete", readings.complete)
-    head: Any = [("system", "PASSAGES")]
-    chosen, usage = await read_pick(Context(), head, options_question(FIVE), FIVE, [], [],
-                                    node="answer_generation")
+    chosen, usage = await read_pick(
+        Context(), [("system", "PASSAGES")], options_question(FIVE), FIVE, [],
+        [{"text": "Glycans are common. Asn326 carries it."}],  # type: ignore[typeddict-item]
+        node="answer_generation", excerpt_head=[("system", "EXCERPT")],
+        excerpt_passages=[{"text": "Asn326 carries it."}] if excerpt is None else excerpt,
+    )
     assert len(usage) == len(readings.prompts)
     return chosen
 
@@ -183,22 +171,15 @@ async def _read(monkeypatch: pytest.MonkeyPatch, readings: _Readings) -> OptionP
 async def test_a_sure_first_reading_answers_without_the_reversed_order(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # With the passages B holds SURE_SHARE; without them the model spreads its letters.
     sure = _Readings({"B": SURE_SHARE + 0.01, "A": 0.99 - SURE_SHARE})
     chosen = await _read(monkeypatch, sure)
     assert chosen is not None and (chosen.letter, chosen.abstained) == ("B", False)
     assert not chosen.both_orders
-    # The stem after the passages ("not stated"), the letter after them, then alone: the
-    # short call last, so a one-prompt cache keeps the passages for the calls before.
-    assert [len(p) for p in sure.prompts] == [2, 2, 1]
+    # In words after the sentences nearest the stem ("not stated"), after the passages,
+    # then the letter after them: the short prompt first, so a one-prompt cache keeps the
+    # passages for the calls after it.
+    assert sure.read == ["EXCERPT", "PASSAGES", "PASSAGES letter"]
     assert "not to read the options again" in picked_text(chosen, FIVE, [], chinese=False)
-    # Sure, but without the passages the model gives B as much: the reversed order decides.
-    explained = _Readings({"B": 0.6, "A": 0.4}, alone={"B": 0.9, "A": 0.1},
-                          reversed_with={"E": 0.8, "D": 0.2})
-    chosen = await _read(monkeypatch, explained)
-    assert [len(p) for p in explained.prompts] == [2, 2, 1, 2]
-    assert chosen is not None and chosen.both_orders
-    assert (chosen.letter, chosen.abstained) == ("A", False)  # E reversed is A as asked
 
 
 async def test_an_unsure_first_reading_is_checked_in_the_reversed_order(
@@ -209,16 +190,12 @@ async def test_an_unsure_first_reading_is_checked_in_the_reversed_order(
     chosen = await _read(monkeypatch, unsure)
     assert chosen is not None and chosen.both_orders
     assert (chosen.letter, chosen.abstained, chosen.runner_up) == ("B", True, "A) Trp324")
-    # The passages three times in a row (a cached prefix): in words, as asked, reversed;
-    # then the question alone.
-    assert [len(p) for p in unsure.prompts] == [2, 2, 2, 1]
-    assert "A) Insufficient" in unsure.prompts[2][-1][1]
-    # Both orders agreeing once the reading without passages is divided out: the answer.
-    # Without passages the model favours the letter A; reversed, A ("Insufficient ...")
-    # leads only by that, and D there (B as asked) once it is divided out.
+    # Four calls at most; the passages three times in a row (a cached prefix).
+    assert unsure.read == ["EXCERPT", "PASSAGES", "PASSAGES letter", "PASSAGES letter"]
+    assert "A) Insufficient" in unsure.prompts[3][-1][1]
+    # Reversed, D there is Asn326 (B as asked): both orders agree, however low the share.
     agreed = _Readings({"B": 0.45, "A": 0.35, "C": 0.2},
-                       alone={"A": 0.5, "B": 0.125, "C": 0.125, "D": 0.125, "E": 0.125},
-                       reversed_with={"A": 0.45, "D": 0.35, "E": 0.2})
+                       reversed_with={"D": 0.45, "A": 0.35, "E": 0.2})
     chosen = await _read(monkeypatch, agreed)
     assert chosen is not None and (chosen.letter, chosen.abstained) == ("B", False)
 
@@ -228,7 +205,7 @@ async def test_a_server_without_alternatives_leaves_the_answer_to_the_streamed_c
 ) -> None:
     none = _Readings({"B": 1.0}, logprobs=False)
     assert await _read(monkeypatch, none) is None
-    assert [len(p) for p in none.prompts] == [2, 2]  # in words, then one letter call
+    assert none.read == ["EXCERPT", "PASSAGES", "PASSAGES letter"]  # one letter call
 
 
 def test_an_answer_in_words_names_the_option_it_has_the_words_of() -> None:
@@ -259,7 +236,26 @@ def test_an_answer_in_words_names_the_option_it_has_the_words_of() -> None:
     assert free_option("symmetrical", shapes) is None  # one word of three: too little
     assert free_option("Lagrange multipliers", shapes) == "D"
     assert free_option("doubly tethered", shapes) is None  # two options have both
+    editors = split_options("Which editor?\nA) CXE (Cas9-XTEN-hExo1)\nB) CTE (Cas9-TGS-hExo1)\n"
+                            "C) ETC (hExo1-TGS-Cas9)\nD) Vamp2 and lncRNA\nE) lncRNA")
+    assert free_option("CXE", editors) == "A"  # a name alone, in one option only
+    assert free_option("hExo1", editors) is None  # in three
+    assert free_option("Vamp2.", editors) == "D"
     assert first_line("[1][3]\n\nAsn326 [2]") == "Asn326"
+
+
+def test_an_answer_in_words_is_read_on_as_the_passage_it_was_copied_from_goes_on() -> None:
+    opts = split_options("Which pair differs most?\n\nOptions:\nA) East and southeast\n"
+                         "B) East and southeast: northeast\nC) Get3\nD) Get3/4 complex\n"
+                         "E) Insufficient information to answer this question")
+    pair = [{"text": "FST was highest for the east and southeast: northeast pair (0.09)."}]
+    assert read_on("A", "east and southeast", opts, pair) == "B"
+    # Said elsewhere, or not going on with the longer option's words: as named.
+    assert read_on("A", "east and southeast", opts, [{"text": "East and southeast."}]) == "A"
+    assert read_on("A", "east and southeast", opts, []) == "A"
+    bound = [{"text": "Get4/5 leaves the substrate-bound Get3. The Get3/4 complex forms."}]
+    assert read_on("C", "substrate bound Get3", opts, bound) == "C"
+    assert read_on("B", "east and southeast: northeast", opts, pair) == "B"  # none longer
 
 
 async def test_an_answer_in_words_naming_an_option_settles_it_without_the_letters(
@@ -268,13 +264,22 @@ async def test_an_answer_in_words_naming_an_option_settles_it_without_the_letter
     # The letters would leave it unsettled; asked without the options, the model said
     # "Asn326" (B).
     readings = _Readings({"A": 0.45, "B": 0.4, "C": 0.15}, reversed_with={"E": 0.7, "B": 0.3},
-                         free="Asn326 [3]")
+                         excerpt="Asn326 [3]")
     chosen = await _read(monkeypatch, readings)
     assert chosen is not None and (chosen.letter, chosen.abstained) == ("B", False)
     assert chosen.free == "Asn326" and chosen.describe() == '"Asn326", option B'
-    # The stem alone after the passages, and nothing more.
-    assert [len(p) for p in readings.prompts] == [2]
+    # The stem alone after the sentences nearest it, and nothing more.
+    assert readings.read == ["EXCERPT"]
     assert readings.prompts[0][-1][1].startswith("Which residue carries the glycan?\n\n(Reply")
+    # "not stated" there: the whole passages are read next, and name it.
+    readings = _Readings({"A": 0.45, "B": 0.4}, free="Asn326")
+    chosen = await _read(monkeypatch, readings)
+    assert chosen is not None and chosen.free == "Asn326" and readings.read == [
+        "EXCERPT", "PASSAGES"]
+    # No sentence shares a word with the stem: the passages are read first.
+    readings = _Readings({"A": 0.45, "B": 0.4}, free="Asn326")
+    assert await _read(monkeypatch, readings, excerpt=[]) is not None
+    assert readings.read == ["PASSAGES"]
     said = OptionEvidence("B", "Asn326", 2, "The glycan is attached to Asn326.")
     text = picked_text(chosen, FIVE, [said], chinese=False)
     assert text == ('B) Asn326\n\nPassage [2] says: "The glycan is attached to Asn326." [2]'

@@ -1,0 +1,45 @@
+"""The sentences nearest a multiple-choice stem (nodes/option_excerpt.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scholarflow.nodes.citations import format_chunks
+from scholarflow.nodes.option_excerpt import excerpt
+from scholarflow.nodes.options import split_options
+
+ASKED = split_options("What is the effect on Pkdh1 expression after knockout of Ift122?\n"
+                      "A) Large decrease\nB) No change\n"
+                      "C) Insufficient information to answer this question")
+
+
+def passage(n: int, text: str) -> Any:
+    return {"chunk_id": f"c{n}", "doc_id": "d", "title": "T", "location": f"p. {n}",
+            "text": text, "score": 1.0}
+
+
+def test_the_sentences_sharing_the_stems_rarer_words_are_kept_with_their_neighbours() -> None:
+    passages = [
+        passage(1, "Expression was measured. Knockout lines were made. Cells grew. "
+                   "Expression was high. Nothing else."),
+        passage(2, "Cilia were imaged. Strains lacking IFT-A were used. We observed a "
+                   "drastic decrease in Pkdh1 abundance in the Ift122 null strain. "
+                   "It may be degraded. Unrelated methods follow. More methods."),
+        passage(3, "Nothing about it here. Or here."),
+    ]
+    cut, numbers = excerpt(ASKED, passages)
+    # "Pkdh1" and "Ift122" are in one sentence: it leads, with one sentence either side.
+    assert numbers[-1] == 2
+    assert cut[-1]["text"] == ("Strains lacking IFT-A were used. We observed a drastic "
+                               "decrease in Pkdh1 abundance in the Ift122 null strain. It "
+                               "may be degraded.")
+    assert 3 not in numbers  # no stem word: not kept
+    assert all(len(c["text"]) < len(p["text"]) for c, p in zip(
+        cut, [passages[n - 1] for n in numbers], strict=True))
+    # Under the numbers the whole prompt gives them, so citations stay the same.
+    assert '<chunk n="2" title="T" where="p. 2">' in format_chunks(cut, numbers)
+
+
+def test_no_sentence_sharing_a_stem_word_leaves_no_excerpt() -> None:
+    assert excerpt(ASKED, [passage(1, "Cilia were imaged. Cells grew.")]) == ([], [])
+    assert excerpt(ASKED, []) == ([], [])
