@@ -172,7 +172,7 @@ async def read_pick(ctx: Context, head: llm.Prompt, question: str, asked: Option
     # The short prompt first: a one-prompt cache (llama.cpp) then holds the passages for
     # every call after it.
     for shown, read in ((excerpt_head, excerpt_passages), (head, passages)):
-        if not shown or not read:  # no sentence shares a word with the stem
+        if not shown or not read:  # no excerpt: no sentence shares a word with the stem
             continue
         named, said = await read_free(ctx, shown, asked, read, node=node, usage=usage)
         if named is not None:

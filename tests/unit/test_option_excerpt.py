@@ -43,3 +43,11 @@ def test_the_sentences_sharing_the_stems_rarer_words_are_kept_with_their_neighbo
 def test_no_sentence_sharing_a_stem_word_leaves_no_excerpt() -> None:
     assert excerpt(ASKED, [passage(1, "Cilia were imaged. Cells grew.")]) == ([], [])
     assert excerpt(ASKED, []) == ([], [])
+
+
+def test_a_chinese_stem_is_matched_by_its_character_pairs() -> None:
+    asked = split_options("稀疏注意力的窗口大小是多少？\nA) 128\nB) 256\nC) 信息不足")
+    text = "我们使用了滑动窗口。稀疏注意力的窗口大小为256个词元。训练用了八块GPU。其他无关内容。"
+    cut, numbers = excerpt(asked, [passage(1, text)])
+    assert numbers == [1] and "稀疏注意力的窗口大小为256个词元。" in cut[0]["text"]
+    assert "其他无关内容" not in cut[0]["text"]  # two sentences away from the nearest
