@@ -231,9 +231,9 @@ class _Answerer:
     async def pick(self, systems: tuple[str, str, list[RecalledChunkState]], asked: Options,
                    evidence: list[OptionEvidence], kept: list[RecalledChunkState],
                    citations: AttributingFilter) -> tuple[str, list[Source]] | None:
-        """The answer read off hidden calls (option_pick.py) with `systems`: the system
-        message with the passages, and with `excerpt` of them; None when the server gives
-        no letters' probabilities: the model writes it."""
+        """The answer of hidden calls (option_pick.py) with `systems`: the system message
+        with the passages, with their sentences nearest the stem, and those (excerpt());
+        None when the server gives no letters' probabilities: the model writes it."""
         system, short, cut = systems
         chosen, usage = await read_pick(
             self.ctx, [("system", system), *self.history], self.query, asked, evidence, kept,
