@@ -50,6 +50,7 @@ _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # Options every passage "names": "No" in "No effect was seen" says nothing about "No".
 UNNAMEABLE = [["yes"], ["no"], ["none"], ["both"], ["neither"], ["all"]]
 _RANGE_WORDS = frozenset({"to", "through"})
+_CJK = re.compile(r"[\u4e00-\u9fff]")
 _DASHES = str.maketrans({c: "-" for c in "\u2010\u2011\u2012\u2013\u2014\u2212"} | {"×": "x"})
 
 
@@ -146,8 +147,10 @@ def option_passages(asked: Options, passages: Sequence[RecalledChunkState]
 
 
 def stem_terms(asked: Options) -> set[str]:
-    """The stem's search terms longer than two letters."""
-    return {t for t in query_terms(asked.stem) if len(t) > 2}
+    """The stem's search terms longer than two letters, and its Chinese character pairs
+    (Chinese is searched by them)."""
+    return {t for t in query_terms(asked.stem)
+            if len(t) > 2 or (len(t) == 2 and all(_CJK.fullmatch(c) for c in t))}
 
 
 def _nearest(terms: set[str], candidates: Iterable[tuple[int, str]]

@@ -12,7 +12,6 @@ next when this answer names no option (nodes/option_pick.py).
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 
 from scholarflow.nodes.option_evidence import split_sentences, stem_terms
@@ -24,7 +23,6 @@ __all__ = ["EXCERPT_SENTENCES", "excerpt"]
 
 EXCERPT_SENTENCES = 3  # sentences sharing most of the stem's words, before their neighbours
 NEIGHBOURS = 1  # sentences kept either side of each: the subject, or the result, may sit there
-_CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 def excerpt(asked: Options, passages: Sequence[RecalledChunkState]
@@ -32,9 +30,7 @@ def excerpt(asked: Options, passages: Sequence[RecalledChunkState]
     """(the passages holding the EXCERPT_SENTENCES sentences nearest `asked`'s stem, each
     cut to them and NEIGHBOURS either side, their 1-based numbers in `passages`). A stem
     word weighs more the fewer sentences have it: "Pkdh1" tells more than "expression"."""
-    # Chinese is searched by character pairs, which stem_terms leaves out with short words.
-    terms = stem_terms(asked) | {t for t in query_terms(asked.stem)
-                                 if len(t) == 2 and all(_CJK.fullmatch(c) for c in t)}
+    terms = stem_terms(asked)
     split = [split_sentences(p["text"]) for p in passages]
     shared = [(i, j, terms.intersection(query_terms(s)))
               for i, sentences in enumerate(split) for j, s in enumerate(sentences)]

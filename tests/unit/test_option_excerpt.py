@@ -51,3 +51,14 @@ def test_a_chinese_stem_is_matched_by_its_character_pairs() -> None:
     cut, numbers = excerpt(asked, [passage(1, text)])
     assert numbers == [1] and "稀疏注意力的窗口大小为256个词元。" in cut[0]["text"]
     assert "其他无关内容" not in cut[0]["text"]  # two sentences away from the nearest
+
+
+def test_the_sentence_quoted_for_a_chinese_stem_shares_its_character_pairs() -> None:
+    from scholarflow.nodes.option_evidence import question_evidence
+
+    asked = split_options("AlexNet第一层的卷积窗口形状是什么？\nA) 3×3\nB) 11×11\nC) 信息不足")
+    passages = [passage(1, "Ever since AlexNet it has become popular to stack blocks."),
+                passage(2, "在AlexNet的第一层，卷积窗口的形状是11乘11。其他无关内容。")]
+    nearest = question_evidence(asked, passages)
+    assert nearest is not None and nearest.passage == 2
+    assert nearest.sentence == "在AlexNet的第一层，卷积窗口的形状是11乘11。"
