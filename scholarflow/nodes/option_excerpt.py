@@ -3,7 +3,7 @@
 Shown six to ten whole passages (p50 ~2,000 tokens), Qwen2.5-1.5B answered the stem
 "not stated" for questions whose key passage was there; shown only the few sentences
 sharing most of the stem's rarer words, with one sentence either side, it answered
-"Decreases", "47% identical" and "CXE", and named the right option for 17 of LitQA2's
+"Decreases", "47% identical" and "CXE", and named the right option for 16 of 40 LitQA2
 dev questions, the wrong one for 2 (bench/README.md, twelfth session). Its prompt is a
 third as long, so the model reads it in a few seconds. The whole passages are read
 next when this answer names no option (nodes/option_pick.py).
