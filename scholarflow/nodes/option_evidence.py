@@ -31,9 +31,9 @@ from scholarflow.retrieval.index.tokenize import query_terms
 from scholarflow.state import RecalledChunkState
 from scholarflow.tokens import count_tokens
 
-__all__ = ["OPTION_PASSAGES", "UNNAMEABLE", "OptionEvidence", "format_option_evidence",
-           "option_evidence", "option_passages", "option_words", "question_evidence",
-           "reserve_tokens", "split_sentences", "stem_terms", "words"]
+__all__ = ["OPTION_PASSAGES", "UNNAMEABLE", "OptionEvidence", "contains",
+           "format_option_evidence", "option_evidence", "option_passages", "option_words",
+           "question_evidence", "reserve_tokens", "split_sentences", "stem_terms", "words"]
 
 # A multiple-choice answer prompt keeps the best few passages, and of the rest those
 # naming an option: the key passage ranks high or names the right option. On LitQA2's dev
@@ -83,7 +83,7 @@ def _names(option: list[str], sentence: list[str]) -> bool:
     numbers in order ("residues 344–360" is named by "amino acids 344-360")."""
     if option in UNNAMEABLE:
         return False
-    if _contains(sentence, option):
+    if contains(sentence, option):
         return True
     numbers = [w for w in option if _digit(w)]
     if len(numbers) < 2:  # one number alone ("4" of "4-fold") is in every other sentence
@@ -92,14 +92,15 @@ def _names(option: list[str], sentence: list[str]) -> bool:
     joined = [w for i, w in enumerate(sentence)
               if not (w in _RANGE_WORDS and 0 < i < len(sentence) - 1
                       and _digit(sentence[i - 1]) and _digit(sentence[i + 1]))]
-    return _contains(joined, numbers)
+    return contains(joined, numbers)
 
 
 def _digit(word: str) -> bool:
     return any(c.isdigit() for c in word)
 
 
-def _contains(whole: list[str], part: list[str]) -> bool:
+def contains(whole: list[str], part: list[str]) -> bool:
+    """`part`'s words stand in `whole` one after the other."""
     width = len(part)
     return width > 0 and any(whole[i:i + width] == part for i in range(len(whole) - width + 1))
 

@@ -31,7 +31,7 @@ from scholarflow.language import is_chinese
 from scholarflow.llm import calls as llm
 from scholarflow.nodes.attribution import is_refusal
 from scholarflow.nodes.citations import drop_citations
-from scholarflow.nodes.option_evidence import UNNAMEABLE, option_words, words
+from scholarflow.nodes.option_evidence import UNNAMEABLE, contains, option_words, words
 from scholarflow.nodes.options import Options, says_insufficient
 from scholarflow.prompts import FREE_ANSWER_EN, FREE_ANSWER_ZH
 from scholarflow.state import LLMUsage, RecalledChunkState
@@ -116,12 +116,9 @@ def read_on(letter: str, answer: str, asked: Options,
         return letter
     for passage in passages:
         text = words(passage["text"])
-        for i in range(len(text) - len(said) + 1):
-            if text[i:i + len(said)] == said:
-                after = text[i + len(said):]
-                for k, rest in longer:
-                    if after[:len(rest)] == rest:
-                        return k
+        for k, rest in longer:
+            if contains(text, said + rest):
+                return k
     return letter
 
 
