@@ -143,6 +143,35 @@ class Context:
         metadata=_doc("Pause after plan_generation for a person to approve, edit or comment "
                       "on the plan (chunk_recall; the run needs a checkpointer and a thread)."),
     )
+    # Multiple choice (nodes/option_reading.py): each reading is a step of option_reading.
+    multiple_choice: bool = field(
+        default=True,
+        metadata=_doc("A question that lists lettered options is asked without them over "
+                      "the passages, and the model's answer in words is matched to an "
+                      "option (option_reading: one or two short calls); when it names none, "
+                      "the answer says the passages do not settle the question. False: the "
+                      "model writes the answer with the options in view."),
+    )
+    option_match_share: float = field(
+        default=0.6,
+        metadata=_doc("Multiple choice: the share of an option's words the model's answer "
+                      "must hold to name that option."),
+    )
+    option_excerpt_sentences: int = field(
+        default=3,
+        metadata=_doc("Multiple choice: the passages' sentences nearest the question (each "
+                      "with one either side) that the first, short reading shows; 0 reads "
+                      "the whole passages only."),
+    )
+    option_answer_tokens: int = field(
+        default=32,
+        metadata=_doc("Multiple choice: the longest answer in words a reading may write."),
+    )
+    option_passages: int = field(
+        default=6,
+        metadata=_doc("Multiple choice: the best passages the answer prompt keeps; of the "
+                      "rest, only those naming an option."),
+    )
 
     def __post_init__(self) -> None:
         settings = get_settings()  # fills what the caller left unset, never what it passed
@@ -169,15 +198,16 @@ class Context:
                 raise _invalid(self, f, f"must be {need}")
         positive = ("max_context_tokens", "reserved_answer_tokens", "max_concurrent_llm_calls",
                     "max_intent_recognition_retries", "top_n", "max_results",
-                    "recall_tool_cache_size")
+                    "recall_tool_cache_size", "option_answer_tokens", "option_passages")
         named = {f.name: f for f in fields(self)}
         for name in positive:  # None: from the environment, the server or the window
             if (value := getattr(self, name)) is not None and value < 1:
                 raise _invalid(self, named[name], "must be at least 1")
-        if self.system_tokens_estimate is not None and self.system_tokens_estimate < 0:
-            raise _invalid(self, named["system_tokens_estimate"], "must be at least 0")
+        for name in ("system_tokens_estimate", "option_excerpt_sentences"):
+            if (value := getattr(self, name)) is not None and value < 0:
+                raise _invalid(self, named[name], "must be at least 0")
         for name in ("direct_content_threshold", "similarity_threshold",
-                     "vector_similarity_weight"):
+                     "vector_similarity_weight", "option_match_share"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise _invalid(self, named[name], "must be between 0 and 1")
         if self.llm_timeout_seconds <= 0:

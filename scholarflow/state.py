@@ -119,6 +119,15 @@ class RecalledChunkState(TypedDict):
     heading: NotRequired[Annotated[str | None, _doc("The chunk's heading, if any.")]]
 
 
+class OptionReading(TypedDict):
+    """One answer in words to a multiple-choice question asked without its options."""
+
+    step: Annotated[Literal["excerpt", "passages"], _doc(
+        "What the model read: the sentences nearest the question, or the whole passages.")]
+    said: Annotated[str, _doc("The answer's first line, citations dropped.")]
+    letter: Annotated[str | None, _doc("The letter of the option it names; null for none.")]
+
+
 class RecallStepTask(TypedDict):
     """The state of one Send to recall_step: the step and where to search."""
 
@@ -250,6 +259,14 @@ class State(InputState, OutputState):
                         operator.add]
     completed_steps: Annotated[list[int], _doc("Recall steps that finished."), operator.add]
     execution_rounds: Annotated[int, _doc("Rounds the execution subgraph ran.")]
+    # evidence_selection, then option_reading for a question that lists options
+    evidence: Annotated[list[RecalledChunkState], _doc(
+        "The passages the answer prompt holds, in the prompt's order.")]
+    evidence_support: Annotated[float, _doc(
+        "The share of the question's words the best of those passages holds, 0 to 1.")]
+    option_readings: Annotated[list[OptionReading], _doc(
+        "A multiple-choice question asked without its options: each answer in words and "
+        "the option it names."), operator.add]
     answer_id: Annotated[str | None, _doc(
         "The id of the answer's streamed message: the AI message in `messages` keeps it.")]
     # answer_generation over more summaries than one prompt holds: rounds of partial reports
@@ -322,6 +339,7 @@ def fresh_run() -> dict[str, Any]:
         "document_summaries": Overwrite({}),
         "recalled": Overwrite([]),
         "completed_steps": Overwrite([]),
+        "option_readings": Overwrite([]),
         "partial_reports": Overwrite([]),
         "report_failures": Overwrite([]),
         "question": "", "question_id": "", "knowledge_base": None, "selected_doc_ids": [],
@@ -330,6 +348,7 @@ def fresh_run() -> dict[str, Any]:
         "detected_intent": None, "intent_confidence": 0.0, "intent_decided_by": None,
         "intent_reason": "", "strategy": None,
         "sub_questions": [], "plan": [], "plan_feedback": [], "execution_rounds": 0,
+        "evidence": [], "evidence_support": 0.0,
         "report_round": 0, "report_tasks": [],
         "answer": "", "answer_id": None, "sources": [], "web_sources": [],
         "error": None, "error_kind": None,

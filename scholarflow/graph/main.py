@@ -10,11 +10,13 @@ from langgraph.graph.state import CompiledStateGraph
 
 from scholarflow.context import Context
 from scholarflow.graph.handlers import on_error
+from scholarflow.graph.options import build_option_graph
 from scholarflow.graph.recall import build_execution_graph
 from scholarflow.graph.summary import build_summary_graph
 from scholarflow.graph.validated import validated
 from scholarflow.llm.calls import LLM_RETRY
 from scholarflow.nodes.answer import answer_generation
+from scholarflow.nodes.answer_passages import evidence_selection, route_after_evidence
 from scholarflow.nodes.chat import simple_interaction
 from scholarflow.nodes.errors import handle_node_error
 from scholarflow.nodes.guard import guarded
@@ -72,6 +74,9 @@ def build_graph(
     # Returns Command(goto=execution | sub_question_generation): its annotation draws both.
     builder.add_node("plan_review", guarded("plan_review", plan_review), **handled)
     builder.add_node("execution", build_execution_graph(context_schema), **handled)
+    builder.add_node("evidence_selection", guarded("evidence_selection", evidence_selection),
+                     **handled)
+    builder.add_node("option_reading", build_option_graph(context_schema), **handled)
     builder.add_node("answer_generation", guarded("answer_generation", answer_generation),
                      retry_policy=LLM_RETRY, **handled)
     # One Send per partial report, each with its own retries: a 429 redoes that report only.
@@ -90,7 +95,9 @@ def build_graph(
     builder.add_edge("document_summary", "answer_generation")
     builder.add_edge("sub_question_generation", "plan_generation")
     builder.add_conditional_edges("plan_generation", route_after_plan)
-    builder.add_edge("execution", "answer_generation")
+    builder.add_edge("execution", "evidence_selection")
+    builder.add_conditional_edges("evidence_selection", route_after_evidence)
+    builder.add_edge("option_reading", "answer_generation")
     builder.add_conditional_edges("answer_generation", route_after_answer,
                                   ["partial_report", "session_save"])
     builder.add_edge("partial_report", "answer_generation")

@@ -11,7 +11,6 @@ from scholarflow.prompts import (
     ANSWER_IN_CHINESE,
     ANSWER_IN_ENGLISH,
     OPTION_EVIDENCE,
-    OPTION_PICK_REMINDER,
     OPTIONS_REMINDER,
 )
 from scholarflow.sessions.conversation import as_session_messages
@@ -76,19 +75,15 @@ def _attr(value: str) -> str:
     return value.replace('"', "'").replace("\n", " ")
 
 
-def question_turn(question: str, option_evidence: str = "", *, letter_only: bool = False
-                  ) -> str:
+def question_turn(question: str, option_evidence: str = "") -> str:
     """The question as the answer prompt's last user turn: with a reminder of its language,
     and for a question listing options, where the passages name each (`option_evidence`).
-    `letter_only`: the turn of the call that reads the answer's letter (option_pick.py).
 
     Only the prompt carries these; the thread keeps the question as asked.
     """
     reminder = (ANSWER_IN_CHINESE if is_chinese(question) else ANSWER_IN_ENGLISH).format()
     if split_options(question).options:
-        # A letter has no language: the language reminder would only invite words.
-        reminder = (OPTION_PICK_REMINDER.format() if letter_only
-                    else f"{OPTIONS_REMINDER.format()}\n{reminder}")
+        reminder = f"{OPTIONS_REMINDER.format()}\n{reminder}"
         if option_evidence:
             reminder = f"{OPTION_EVIDENCE.format(options=option_evidence)}\n\n{reminder}"
     return f"{question}\n\n{reminder}"

@@ -1,11 +1,11 @@
 """Where the passages mention each option of a multiple-choice question.
 
-A small model shown twelve passages and five options picks the option its
-training favours (Qwen2.5-1.5B wrote "B" in 11 of 12 LitQA2 answers, whatever
-the shuffle put there). What it can do is compare: so the answer prompt gets,
-after the passages, each option a passage names, with the one sentence that
-names it and shares most words with the question. The options keep the
-question's order; nothing here picks one.
+A small model shown many passages and several options tends to pick the option
+(or the letter) its training favours, whatever the passages say. What it can do
+is compare: so the answer prompt gets, after the passages, each option a passage
+names, with the one sentence that names it and shares most words with the
+question, and a chosen option is shown with that sentence as its evidence. The
+options keep the question's order; nothing here picks one.
 
 An option is named by a sentence when its words appear there in order
 (dashes, "×" and case normalised), or, for an option with two numbers or more,
@@ -13,9 +13,9 @@ its numbers do ("residues 344–360" by "amino acids 344-360"). "Yes", "No" and
 the like, and paraphrased options ("There are no significant differences"),
 are named by none; when no option is named, the prompt gets no list.
 
-The same test of naming trims the prompt's passages (`option_passages`): every
-reading of the options sends them all, so a multiple-choice prompt keeps the
-best few and, of the rest, only those naming an option.
+The same test of naming trims the prompt's passages (`option_passages`): a
+multiple-choice prompt keeps the best few and, of the rest, only those naming an
+option.
 """
 
 from __future__ import annotations
@@ -31,16 +31,10 @@ from scholarflow.retrieval.index.tokenize import query_terms
 from scholarflow.state import RecalledChunkState
 from scholarflow.tokens import count_tokens
 
-__all__ = ["OPTION_PASSAGES", "UNNAMEABLE", "OptionEvidence", "contains",
+__all__ = ["UNNAMEABLE", "OptionEvidence", "contains",
            "format_option_evidence", "option_evidence", "option_passages", "option_words",
            "question_evidence", "reserve_tokens", "split_sentences", "stem_terms", "words"]
 
-# A multiple-choice answer prompt keeps the best few passages, and of the rest those
-# naming an option: the key passage ranks high or names the right option. On LitQA2's dev
-# split (bench/litqa.py recall) this kept it for 36 of the 37 questions where it reached
-# the prompt, with passage tokens p50 1,962 instead of 3,203 (each reading sends them);
-# the best 8 alone kept 34, 5 and the naming ones 34.
-OPTION_PASSAGES = 6
 SENTENCE_TOKENS = 70  # a quoted sentence's bound: long captions would crowd the prompt
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[\"“])|(?<=[。！？])")
 # A period that ends no sentence: "(Fig. 2C)", "et al. 2020", "e.g. 5".
@@ -133,18 +127,18 @@ def option_evidence(asked: Options, passages: Sequence[RecalledChunkState]
     return found
 
 
-def option_passages(asked: Options, passages: Sequence[RecalledChunkState]
+def option_passages(asked: Options, passages: Sequence[RecalledChunkState], best: int
                     ) -> list[RecalledChunkState]:
-    """The first OPTION_PASSAGES of `passages` (best first), then those of the rest with a
-    sentence naming an option, in their order."""
+    """The first `best` of `passages` (best first), then those of the rest with a
+    sentence naming an option, in their order: the passage that answers ranks high or
+    names the right option, and a shorter prompt is read faster."""
     options = [option for _, option in option_words(asked)]
 
     def names_one(passage: RecalledChunkState) -> bool:
         split = [words(sentence) for sentence in split_sentences(passage["text"])]
         return any(_names(option, said) for option in options for said in split)
 
-    head = list(passages[:OPTION_PASSAGES])
-    return head + [p for p in passages[OPTION_PASSAGES:] if names_one(p)]
+    return list(passages[:best]) + [p for p in passages[best:] if names_one(p)]
 
 
 def stem_terms(asked: Options) -> set[str]:

@@ -1,12 +1,10 @@
 """The sentences of a multiple-choice answer prompt's passages nearest the question.
 
-Shown six to ten whole passages (p50 ~2,000 tokens), Qwen2.5-1.5B answered the stem
-"not stated" for questions whose key passage was there; shown only the few sentences
-sharing most of the stem's rarer words, with one sentence either side, it answered
-"Decreases", "47% identical" and "CXE", and named the right option for 16 of 40 LitQA2
-dev questions, the wrong one for 2 (bench/README.md, twelfth session). Its prompt is a
-third as long, so the model reads it in a few seconds. The whole passages are read
-next when this answer names no option (nodes/option_pick.py).
+Shown several whole passages, a small model often answers "not stated" although the
+passage that answers is among them; shown only the few sentences that share most of
+the stem's rarer words, each with its neighbours, it finds the answer in a prompt a
+fraction as long, which it also reads in a fraction of the time. The whole passages
+are read next when this answer names no option (nodes/option_reading.py).
 """
 
 from __future__ import annotations
@@ -19,15 +17,14 @@ from scholarflow.nodes.options import Options
 from scholarflow.retrieval.index.tokenize import query_terms
 from scholarflow.state import RecalledChunkState
 
-__all__ = ["EXCERPT_SENTENCES", "excerpt"]
+__all__ = ["excerpt"]
 
-EXCERPT_SENTENCES = 3  # sentences sharing most of the stem's words, before their neighbours
 NEIGHBOURS = 1  # sentences kept either side of each: the subject, or the result, may sit there
 
 
-def excerpt(asked: Options, passages: Sequence[RecalledChunkState]
+def excerpt(asked: Options, passages: Sequence[RecalledChunkState], sentences: int
             ) -> tuple[list[RecalledChunkState], list[int]]:
-    """(the passages holding the EXCERPT_SENTENCES sentences nearest `asked`'s stem, each
+    """(the passages holding the `sentences` sentences nearest `asked`'s stem, each
     cut to them and NEIGHBOURS either side, their 1-based numbers in `passages`). A stem
     word weighs more the fewer sentences have it: "Pkdh1" tells more than "expression"."""
     terms = stem_terms(asked)
@@ -43,7 +40,7 @@ def excerpt(asked: Options, passages: Sequence[RecalledChunkState]
         return sum(math.log(1 + len(shared) / having[w]) for w in words)
 
     # Ties keep the passages' order, which puts the best passage last (answer.py).
-    nearest = sorted(shared, key=lambda s: -weight(s[2]))[:EXCERPT_SENTENCES]
+    nearest = sorted(shared, key=lambda s: -weight(s[2]))[:sentences]
     kept: dict[int, set[int]] = {}
     for i, j, words in nearest:
         if words:

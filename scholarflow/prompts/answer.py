@@ -15,13 +15,6 @@ OPTIONS_REMINDER = prompt(
     "as listed (\"X) ...\"); then explain in one or two sentences, citing the passage as "
     "[n]. When no passage supports any option, choose the option saying the information "
     "is insufficient, if there is one.)")
-# In its place for the hidden call that reads the answer off the first token's
-# alternatives (nodes/option_pick.py): the letter is all that call may write.
-OPTION_PICK_REMINDER = prompt(
-    "OPTION_PICK_REMINDER",
-    "(Reply with only the letter of the one option the passages support. When no passage "
-    "supports any option, reply with the letter of the option saying the information is "
-    "insufficient, if there is one.)")
 # Between the question and the reminder: each option with the sentence that names it
 # (nodes/option_evidence.py), so a small model compares options instead of guessing.
 OPTION_EVIDENCE = prompt(
@@ -162,45 +155,19 @@ UNSUPPORTED_ANSWER_EN = prompt(
 UNSUPPORTED_ANSWER_ZH = prompt(
     "UNSUPPORTED_ANSWER_ZH", "信息不足：文档中没有能回答这个问题的段落。")
 
-# A multiple-choice answer read off the model's first token (nodes/option_pick.py).
+# A multiple-choice answer: the option a reading named (nodes/option_reading.py).
 PICKED_EVIDENCE_EN = prompt("PICKED_EVIDENCE_EN", 'Passage [{n}] says: "{sentence}" [{n}]',
                             "n", "sentence")
 PICKED_EVIDENCE_ZH = prompt("PICKED_EVIDENCE_ZH", "段落 [{n}] 写道：“{sentence}” [{n}]",
                             "n", "sentence")
-PICKED_SHARE_EN = prompt(
-    "PICKED_SHARE_EN",
-    "(The model ranked this option first with the options in either order; with them "
-    "as asked it gave it {share} of its choice.)",
-    "share")
-PICKED_SHARE_ZH = prompt(
-    "PICKED_SHARE_ZH",
-    "（选项按原顺序和倒序排列时，模型都把这个选项排在第一；按原顺序时它给这个选项的把握"
-    "为 {share}。）", "share")
-# When the reading as asked was sure enough (option_pick.SURE_SHARE) to skip the other order.
-PICKED_SURE_EN = prompt(
-    "PICKED_SURE_EN",
-    "(With the passages the model gave this option {share} of its choice: sure enough "
-    "not to read the options again in reverse order.)",
-    "share")
-PICKED_SURE_ZH = prompt(
-    "PICKED_SURE_ZH",
-    "（有这些段落时模型给这个选项的把握为 {share}；足够确定，未再按倒序读一遍选项。）",
-    "share")
-PICK_SPLIT_EN = prompt(
-    "PICK_SPLIT_EN",
-    "Insufficient information: the passages do not settle this question. The model's "
-    "choice changed with the order of the options: {option} as asked, {other} with the "
-    "order reversed.", "option", "other")
-PICK_SPLIT_ZH = prompt(
-    "PICK_SPLIT_ZH",
-    "信息不足：这些段落不能确定答案。模型的选择随选项顺序而变：按原顺序选 {option}，"
-    "倒序时选 {other}。", "option", "other")
-PICK_NONE_EN = prompt(
-    "PICK_NONE_EN",
-    "Insufficient information: the model found no passage that answers this question "
-    "({share} of its choice).", "share")
-PICK_NONE_ZH = prompt("PICK_NONE_ZH", "信息不足：模型认为没有段落能回答这个问题（把握 {share}）。",
-                      "share")
+# No reading named an option (nodes/option_reading.py).
+READ_NONE_EN = prompt(
+    "READ_NONE_EN",
+    "Insufficient information: the passages do not settle this question. Asked without "
+    "the options, the model answered \"{said}\", which names none of them.", "said")
+READ_NONE_ZH = prompt(
+    "READ_NONE_ZH",
+    "信息不足：这些段落不能确定答案。不看选项时，模型回答“{said}”，与任何选项都不对应。", "said")
 # The question's stem alone after the passages (nodes/option_free.py): a short answer in
 # the passages' words, matched to the options afterwards, so neither a letter nor the
 # options' order sways it.

@@ -280,9 +280,9 @@ async def test_studio_sees_input_output_and_context_schemas(server: Server) -> N
     nodes = {n["id"] for n in graph["nodes"]}
     assert {*FULL_CONTENT_NODES, *EXPANDED_NODES, "simple_interaction",
             "sub_question_generation", "plan_generation"} <= nodes, nodes
-    # xray expands both subgraphs, and draws no error handler or other loose node.
+    # xray expands every subgraph, and draws no error handler or other loose node.
     assert not drawing_faults(nodes, [(e["source"], e["target"]) for e in graph["edges"]])
-    assert {"document_summary", "execution"} <= set(subgraphs), sorted(subgraphs)
+    assert {"document_summary", "execution", "option_reading"} <= set(subgraphs), sorted(subgraphs)
     served = [("scholarflow", schemas), *subgraphs.items()]
     for ns, sub in served:
         for kind in ("input_schema", "output_schema", "context_schema"):

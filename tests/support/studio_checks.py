@@ -14,9 +14,11 @@ from scholarflow.context import SERVER_FIELDS
 SECRET_NAME = re.compile(r"api_key|secret|password|credential", re.I)
 SUMMARY_NODES = frozenset({"load_cached_summaries", "summarize_document", "collect_summaries"})
 EXECUTION_NODES = frozenset({"next_round", "recall_step", "finish_execution"})
-# What xray draws in place of the two subgraph nodes.
+OPTION_NODES = frozenset({"read_excerpt", "read_passages"})
+# What xray draws in place of the three subgraph nodes.
 EXPANDED_NODES = frozenset({f"document_summary:{n}" for n in SUMMARY_NODES}
-                           | {f"execution:{n}" for n in EXECUTION_NODES})
+                           | {f"execution:{n}" for n in EXECUTION_NODES}
+                           | {f"option_reading:{n}" for n in OPTION_NODES})
 
 
 def drawing_faults(nodes: Iterable[str], edges: Iterable[tuple[str, str]]) -> list[str]:

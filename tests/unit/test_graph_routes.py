@@ -112,7 +112,7 @@ async def test_recall_that_finds_nothing_is_a_clear_error_and_keeps_the_question
     assert out["strategy"] == "chunk_recall"
     assert (out["error"] or "").startswith("recall found nothing relevant")
     errors = [e for e in events if e["type"] == "node_error"]
-    assert [e["node"] for e in errors] == ["answer_generation"]
+    assert [e["node"] for e in errors] == ["evidence_selection"]
     assert types(events)[-1] == "error"
     messages = as_session_messages(out["messages"])
     assert [m.type for m in messages] == [MessageType.USER]  # the question is kept

@@ -8,8 +8,8 @@ from scholarflow.nodes.citations import format_chunks
 from scholarflow.nodes.option_excerpt import excerpt
 from scholarflow.nodes.options import split_options
 
-ASKED = split_options("What is the effect on Pkdh1 expression after knockout of Ift122?\n"
-                      "A) Large decrease\nB) No change\n"
+ASKED = split_options("What happens to Zfx9 expression after knockout of Rab37?\n"
+                      "A) It doubles\nB) No change\n"
                       "C) Insufficient information to answer this question")
 
 
@@ -22,17 +22,18 @@ def test_the_sentences_sharing_the_stems_rarer_words_are_kept_with_their_neighbo
     passages = [
         passage(1, "Expression was measured. Knockout lines were made. Cells grew. "
                    "Expression was high. Nothing else."),
-        passage(2, "Cilia were imaged. Strains lacking IFT-A were used. We observed a "
-                   "drastic decrease in Pkdh1 abundance in the Ift122 null strain. "
-                   "It may be degraded. Unrelated methods follow. More methods."),
+        passage(2, "Cilia were imaged. Strains lacking the GTPase were used. We observed a "
+                   "twofold rise in Zfx9 abundance in the Rab37 null strain. "
+                   "It may be stabilised. Unrelated methods follow. More methods."),
         passage(3, "Nothing about it here. Or here."),
     ]
-    cut, numbers = excerpt(ASKED, passages)
-    # "Pkdh1" and "Ift122" are in one sentence: it leads, with one sentence either side.
+    cut, numbers = excerpt(ASKED, passages, 3)
+    # "Zfx9" and "Rab37" are rare and in one sentence: it leads, with one sentence either
+    # side; passage 1's sentences share only common words ("expression", "knockout").
     assert numbers[-1] == 2
-    assert cut[-1]["text"] == ("Strains lacking IFT-A were used. We observed a drastic "
-                               "decrease in Pkdh1 abundance in the Ift122 null strain. It "
-                               "may be degraded.")
+    assert cut[-1]["text"] == ("Strains lacking the GTPase were used. We observed a twofold "
+                               "rise in Zfx9 abundance in the Rab37 null strain. It may be "
+                               "stabilised.")
     assert 3 not in numbers  # no stem word: not kept
     assert all(len(c["text"]) < len(p["text"]) for c, p in zip(
         cut, [passages[n - 1] for n in numbers], strict=True))
@@ -41,14 +42,24 @@ def test_the_sentences_sharing_the_stems_rarer_words_are_kept_with_their_neighbo
 
 
 def test_no_sentence_sharing_a_stem_word_leaves_no_excerpt() -> None:
-    assert excerpt(ASKED, [passage(1, "Cilia were imaged. Cells grew.")]) == ([], [])
-    assert excerpt(ASKED, []) == ([], [])
+    assert excerpt(ASKED, [passage(1, "Cilia were imaged. Cells grew.")], 3) == ([], [])
+    assert excerpt(ASKED, [], 3) == ([], [])
+
+
+def test_the_number_of_sentences_is_the_callers() -> None:
+    passages = [passage(1, "Zfx9 rose. Filler one. Filler two. Rab37 was lost. Filler three. "
+                           "Filler four. Zfx9 and Rab37 were both measured.")]
+    cut, _ = excerpt(ASKED, passages, 1)
+    # One sentence (the one holding both rare words) and its neighbour before it.
+    assert cut[0]["text"] == "Filler four. Zfx9 and Rab37 were both measured."
+    cut, _ = excerpt(ASKED, passages, 0)
+    assert cut == []
 
 
 def test_a_chinese_stem_is_matched_by_its_character_pairs() -> None:
     asked = split_options("稀疏注意力的窗口大小是多少？\nA) 128\nB) 256\nC) 信息不足")
     text = "我们使用了滑动窗口。稀疏注意力的窗口大小为256个词元。训练用了八块GPU。其他无关内容。"
-    cut, numbers = excerpt(asked, [passage(1, text)])
+    cut, numbers = excerpt(asked, [passage(1, text)], 3)
     assert numbers == [1] and "稀疏注意力的窗口大小为256个词元。" in cut[0]["text"]
     assert "其他无关内容" not in cut[0]["text"]  # two sentences away from the nearest
 

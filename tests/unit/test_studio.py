@@ -32,16 +32,17 @@ def _faults(drawing: Graph) -> list[str]:
     return drawing_faults(drawing.nodes, [(e.source, e.target) for e in drawing.edges])
 
 
-async def test_xray_draws_both_subgraphs_expanded_and_no_loose_node() -> None:
+async def test_xray_draws_every_subgraph_expanded_and_no_loose_node() -> None:
     for name, drawing in (("get_graph", graph.get_graph(xray=True)),
                           ("aget_graph", await graph.aget_graph(xray=True))):
         nodes = set(drawing.nodes)
         assert nodes >= EXPANDED_NODES, f"{name}: {sorted(EXPANDED_NODES - nodes)} not drawn"
         # Expanded: the subgraph's box is replaced by its nodes.
-        assert not {"document_summary", "execution"} & nodes, sorted(nodes)
+        assert not {"document_summary", "execution", "option_reading"} & nodes, sorted(nodes)
         assert not _faults(drawing), f"{name}: {_faults(drawing)}"
         mermaid = drawing.draw_mermaid()
-        assert "subgraph document_summary" in mermaid and "subgraph execution" in mermaid
+        for sub in ("document_summary", "execution", "option_reading"):
+            assert f"subgraph {sub}" in mermaid, sub
 
 
 async def test_every_drawing_leaves_the_error_handlers_out() -> None:
@@ -71,7 +72,7 @@ def _served_schemas() -> Iterator[tuple[str, Any]]:
 
 
 def test_every_field_of_every_schema_has_a_description() -> None:
-    assert {ns for ns, _ in _pregels()} == {"", "document_summary", "execution"}
+    assert {ns for ns, _ in _pregels()} == {"", "document_summary", "execution", "option_reading"}
     owned = owned_classes()
     assert {"DocSummaryTask", "RecallStepTask", "SummaryState", "ExecutionState"} <= owned
     missing = [m for name, schema in _served_schemas() for m in undescribed(schema, name, owned)]

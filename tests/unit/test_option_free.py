@@ -1,0 +1,70 @@
+"""Matching an answer in words to a multiple-choice question's options (option_free.py).
+
+Every case states which option the answer names, or that it names none, for options
+written for the rule under test.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from scholarflow.nodes.option_free import first_line, free_option, same_word
+from scholarflow.nodes.options import split_options
+
+DOSES = split_options("How much more potent is the analogue?\n\nOptions:\nA) 3-fold\n"
+                      "B) 30-fold\nC) North and west\nD) North and west: south\nE) Yes\n"
+                      "F) Insufficient information to answer this question")
+
+
+@pytest.mark.parametrize(("answer", "named"), [
+    ("30-fold more potent in the kidney assay [2]", "B"),  # the option's words, then more
+    ("30-fold【2, 3】", "B"),  # citations of either form are dropped first
+    ("3-fold", "A"),  # numbers are whole words: "3" is not "30"
+    ("north and west", "C"),  # every word of C and only its own; D has a word more
+    ("North and west: south.\n\nBecause [1]", "D"),  # the first line alone
+    ("Yes", "E"),
+    ("Yes, it binds the receptor [2]", "E"),  # its first word, then a comma
+    ("Yesterday's samples", None),  # not the word "Yes"
+    ("not stated", None),
+    ("未提及", None),
+    ("Insufficient information to answer this question", None),  # a refusal names none
+    ("10-fold", None),  # half of A's words ("fold") and of B's alike: neither
+    ("", None),
+])
+def test_an_answer_names_the_option_whose_words_it_has(answer: str, named: str | None) -> None:
+    assert free_option(answer, DOSES) == named
+
+
+SHAPES = split_options("Which form binds first?\nA) Open and singly bound (L-form)\n"
+                       "B) Closed and doubly bound (T-form)\nC) Open and doubly bound (U-form)\n"
+                       "D) Phosphate buffer exchange\nE) Methylated arginine side chains")
+
+
+@pytest.mark.parametrize(("answer", "named"), [
+    ("T-form", "B"),  # two words, both in B alone
+    ("phosphate buffers exchanged", "D"),  # short endings: the same words
+    ("arginine", None),  # one word of three: too little to go on
+    ("doubly bound", None),  # B and C both hold both words
+])
+def test_two_words_one_option_alone_holds_name_it(answer: str, named: str | None) -> None:
+    assert free_option(answer, SHAPES) == named
+
+
+def test_the_share_of_an_options_words_is_the_callers() -> None:
+    opts = split_options("Which treatment?\nA) Low dose oral vitamin D\nB) Placebo tablets")
+    # Two of A's five words, with a word A lacks (so the two-word rule does not apply):
+    # enough at 0.4, not at 0.6.
+    assert free_option("oral dose given", opts, covered=0.6) is None
+    assert free_option("oral dose given", opts, covered=0.4) == "A"
+    assert free_option("low dose oral vitamin given", opts, covered=0.6) == "A"  # four of five
+
+
+def test_a_word_with_a_short_ending_is_the_same_word_and_a_number_is_not() -> None:
+    assert same_word("receptors", "receptor") and same_word("bound", "bounded")
+    assert not same_word("1000", "100") and not same_word("asymmetric", "symmetric")
+    assert not same_word("cats", "cat")  # too short to tell an ending from a word
+
+
+def test_the_first_line_is_shown_without_its_citations() -> None:
+    assert first_line("[1][3]\n\nSer212 [2]") == "Ser212"
+    assert first_line("   \n") == ""
