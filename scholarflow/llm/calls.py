@@ -28,7 +28,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from langchain_core.messages import AIMessageChunk
 from langchain_core.runnables import RunnableConfig
@@ -111,9 +111,6 @@ class LLMResult:
     # when nothing was shown. The answer saved in the thread takes it, so a client
     # that saw the tokens gets that message, not a second one.
     message_id: str | None = None
-    # The first token's most likely alternatives, (token, log probability), when the
-    # call asked for them (`top_logprobs`) and the server gave them; () otherwise.
-    first_token_logprobs: tuple[tuple[str, float], ...] = ()
 
 
 class TextFilter(Protocol):
@@ -155,8 +152,7 @@ def _usage(node: str, ctx: Context, call: _StreamCall, started: float) -> LLMUsa
 
 
 async def complete(ctx: Context, prompt: Prompt, *, node: str, max_tokens: int | None = None,
-                   on_reasoning: Callable[[str], None] | None = None,
-                   top_logprobs: int = 0) -> LLMResult:
+                   on_reasoning: Callable[[str], None] | None = None) -> LLMResult:
     """One call whose text no reader sees as it comes (intent, planning, translations,
     summaries, partial reports, compression); never shown in `messages` stream mode.
 
@@ -166,7 +162,7 @@ async def complete(ctx: Context, prompt: Prompt, *, node: str, max_tokens: int |
     """
     thinking = on_reasoning or Thinking(ctx.show_thinking, node).stream
     return await stream(ctx, prompt, node=node, on_text=_ignore, on_reasoning=thinking,
-                        max_tokens=max_tokens, top_logprobs=top_logprobs)
+                        max_tokens=max_tokens)
 
 
 def _ignore(_: str) -> None:
@@ -183,7 +179,6 @@ async def stream(
     visible: bool = False,
     text_filter: TextFilter | None = None,
     max_tokens: int | None = None,
-    top_logprobs: int = 0,
 ) -> LLMResult:
     """One streamed call through the limiter; `on_text` gets each piece as it goes out.
 
@@ -194,16 +189,13 @@ async def stream(
     `reasoning_content`) goes to `on_reasoning` only. A failure after text went out to
     a reader (`visible`, or an `on_text` of the caller's) is fatal: retrying would
     repeat what the reader already saw; a `complete` call is simply retried.
-    `top_logprobs`: ask for that many alternatives of each token; the first token's
-    come back in the result (servers that do not give them give ()).
     """
     model = chat_model(ctx)
     limit = max_tokens or answer_reserve(ctx)
     if thinks(endpoint_key(ctx)):  # its thought counts against max_tokens: a short bound
         limit = max(limit, answer_reserve(ctx))  # would leave no room for the reply
     prompt_tokens = check_prompt(ctx, prompt, limit)  # never send what the window cannot hold
-    call = _StreamCall(ctx, model, prompt, node, on_text, on_reasoning, text_filter, limit,
-                       top_logprobs)
+    call = _StreamCall(ctx, model, prompt, node, on_text, on_reasoning, text_filter, limit)
     message_id = None
     async with limiter(ctx).slot(prompt_tokens=prompt_tokens) as slot:
         started = time.perf_counter()
@@ -220,20 +212,7 @@ async def stream(
         usage=_usage(node, ctx, call, started),
         reasoning="".join(call.reasoning),
         message_id=message_id,
-        first_token_logprobs=call.first_logprobs,
     )
-
-
-def _first_logprobs(metadata: dict[str, object]) -> tuple[tuple[str, float], ...]:
-    """The first token's alternatives in an OpenAI-shaped `logprobs` ({"content": [{
-    "top_logprobs": [{"token", "logprob"}]}]}); () when the chunk has none."""
-    content = metadata.get("logprobs")
-    tokens = content.get("content") if isinstance(content, dict) else None
-    if not isinstance(tokens, list) or not tokens or not isinstance(tokens[0], dict):
-        return ()
-    return tuple((str(t["token"]), float(t["logprob"]))
-                 for t in tokens[0].get("top_logprobs") or []
-                 if isinstance(t, dict) and "token" in t and "logprob" in t)
 
 
 class _Unanswered(Exception):
@@ -245,14 +224,9 @@ class _StreamCall:
 
     def __init__(self, ctx: Context, model: ChatOpenAI, prompt: Prompt, node: str,
                  on_text: Callable[[str], None], on_reasoning: Callable[[str], None] | None,
-                 text_filter: TextFilter | None, max_tokens: int,
-                 top_logprobs: int = 0) -> None:
+                 text_filter: TextFilter | None, max_tokens: int) -> None:
         self.ctx, self.model, self.prompt, self.node = ctx, model, prompt, node
         self.max_tokens = max_tokens
-        # Only asked for when wanted: some servers refuse the parameter, others slow down.
-        self.extra: dict[str, Any] = (
-            {"logprobs": True, "top_logprobs": top_logprobs} if top_logprobs else {})
-        self.first_logprobs: tuple[tuple[str, float], ...] = ()
         self.on_text, self.on_reasoning, self.text_filter = on_text, on_reasoning, text_filter
         self.watch: StallWatch | None = None
         self.splitter = ThinkSplitter(endpoint_key(ctx))
@@ -292,7 +266,7 @@ class _StreamCall:
         """The text as the reader gets it, piece by piece; the model run itself is hidden."""
         assert self.watch is not None
         chunks = aiter(self.model.astream(list(self.prompt), config=_hidden(self.node),
-                                          max_tokens=self.max_tokens, **self.extra))
+                                          max_tokens=self.max_tokens))
         try:
             while True:
                 try:
@@ -303,8 +277,6 @@ class _StreamCall:
                     self.last_usage = chunk
                 if chunk.response_metadata.get("finish_reason"):
                     self.finished = True
-                if self.extra and not self.first_logprobs:
-                    self.first_logprobs = _first_logprobs(chunk.response_metadata)
                 if thought := chunk.additional_kwargs.get("reasoning_content"):
                     self._think(str(thought))
                 if (text := chunk.text) and (
