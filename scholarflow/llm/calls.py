@@ -47,7 +47,7 @@ from scholarflow.events import Thinking
 from scholarflow.llm.budget import answer_reserve
 from scholarflow.llm.errors import translate_api_error as translate_api_error  # re-exported
 from scholarflow.llm.errors import translate_error
-from scholarflow.llm.limiter import LLMLimiter as LLMLimiter  # re-exported: its old home
+from scholarflow.llm.limiter import LLMLimiter as LLMLimiter  # re-exported
 from scholarflow.llm.model import chat_model as chat_model  # re-exported
 from scholarflow.llm.model import endpoint_key
 from scholarflow.llm.prompt_guard import check_prompt

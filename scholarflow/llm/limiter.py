@@ -55,7 +55,7 @@ from datetime import UTC, datetime
 
 from scholarflow.errors import CutOffLLMError, RateLimitedLLMError
 from scholarflow.llm.latency import LatencyLimit, LoopLag
-from scholarflow.llm.latency import Slot as Slot  # re-exported: its old home
+from scholarflow.llm.latency import Slot as Slot  # re-exported
 from scholarflow.llm.loop_cache import set_result_threadsafe
 
 # A longer Retry-After (a misconfigured proxy, a daily quota) would stall every

@@ -1,7 +1,7 @@
 """Citations with any model: answer sentences attributed to the passages that support them.
 
-Small models often cite nothing (Qwen2.5-Coder-1.5B answered a two-paper
-question without a single [n]), or cite a passage that does not say what the
+Small models often cite nothing (a whole answer about two papers without a
+single [n]), or cite a passage that does not say what the
 sentence says. `AttributingFilter` streams the answer through a
 `CitationFilter` (invalid [n] dropped) and then, sentence by sentence:
 

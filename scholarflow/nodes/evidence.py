@@ -1,10 +1,10 @@
 """Evidence selection: which recalled passages enter the answer prompt.
 
 Recall returns up to `top_n` chunks per query, and with several documents
-one search per document: a question over four short papers put 37 of their
-47 chunks into the answer prompt. `select_evidence` keeps the passages that
+one search per document: a question over a few short papers would put most of
+their chunks into the answer prompt. `select_evidence` keeps the passages that
 matter; the rule and its parameters were chosen on tests/data/recall_tune.jsonl
-with bench/evidence.py (bench/README.md has the measurements):
+with the evidence benchmark (bench/README.md):
 
 1. Reference lists are dropped: a bibliography matches the words of any
    question about the papers it cites, and is never evidence.
@@ -23,11 +23,10 @@ with bench/evidence.py (bench/README.md has the measurements):
    only by default: its cosine half (`dense`) would embed ~150 passages.
 4. Fairness: each document a recall step was aimed at keeps its best
    passage, so a question about several documents hears from each of them.
-5. What is left is packed best first into the room, as before.
+5. What is left is packed best first into the room.
 
-A token budget as a share of the window was measured too (10-30% of the
-room): it lost supporting passages at every window without saving more than
-the rule above, so the room is the only token bound.
+The room is the only token bound: a token budget as a share of the window
+loses supporting passages at any window without saving more than the rule above.
 """
 
 from __future__ import annotations
@@ -65,7 +64,7 @@ _AUTHOR_INITIALS = re.compile(r"\b[A-Z]\.(?:\s?[A-Z]\.)*[,\s]")
 
 @dataclass(frozen=True, slots=True)
 class EvidenceRule:
-    """The selection's parameters (module docstring); defaults chosen on the tuning set."""
+    """The selection's parameters (module docstring); defaults chosen on recall_tune.jsonl."""
 
     relative_floor: float = 0.55
     max_passages: int = 10
@@ -75,7 +74,7 @@ class EvidenceRule:
     common_floor: float = 0.3  # ... at least this share of its best
     doc_passages: int = 0  # also kept: each document's best by the common score
     # The common score with the embedder's cosine, else lexical only: the cosine
-    # means embedding every candidate (~0.4 s each locally, cold), too slow here.
+    # means embedding every candidate, too slow here with a local embedder.
     dense: bool = False
     # At most this many passages, the best first (0: no bound but the room).
     max_kept: int = 0
@@ -83,9 +82,9 @@ class EvidenceRule:
 
 DEFAULT_RULE = EvidenceRule()
 # A question over a library: recall searched the library and its best candidate papers
-# (nodes/recall.py), and every step's passages pass the floors above. On the LitQA2 dev
-# split the key passage was at most the 11th of those reaching the prompt (32 of 34 in
-# the first 8); twelve keep it and bound the prompt (and a local model's reading time).
+# (nodes/recall.py), and every step's passages pass the floors above: the key passage
+# ranks high among them, so twelve keep it and bound the prompt (and a local model's
+# reading time). Chosen with the LitQA2 benchmark (bench/README.md).
 LIBRARY_RULE = EvidenceRule(max_kept=12)
 
 
@@ -266,11 +265,9 @@ async def select_evidence(
 
 # Under this, no passage holds enough of the question's words to answer it, and a
 # precise question gets "the documents do not say" instead of the model's guess
-# (nodes/answer.py). Chosen with `bench/litqa.py support` on the LitQA2 dev split
-# (41 questions, 15 passages of one search): with the source paper in the library the
-# support was 0.50 at least (p50 0.71); with it left out, under 0.45 for 26 of 41
-# (p50 0.43, max 0.67). Kept under every answerable one: a refusal costs less than a guess
-# only when the passage is really missing.
+# (nodes/answer.py). Set below the support of answerable questions, above that of most
+# whose source paper is missing: a refusal costs less than a guess only when the passage
+# is really missing. Chosen with the LitQA2 benchmark (bench/README.md).
 SUPPORT_FLOOR = 0.45
 
 

@@ -37,8 +37,8 @@ class Options:
     letters: tuple[str, ...] = ()  # their letters (or numbers) as the question gives them
 
 
-# An option saying the question cannot be answered (LitQA2's "Insufficient information
-# to answer this question"): the pick when no passage supports any other.
+# An option saying the question cannot be answered ("Insufficient information to answer
+# this question"): the pick when no passage supports any other.
 _INSUFFICIENT = re.compile(
     r"\binsufficient\b|\bnot enough (?:information|data|evidence)\b|"
     r"\bcannot be (?:determined|answered)\b|信息不足|无法确定|无法回答", re.I)

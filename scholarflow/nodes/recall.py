@@ -80,12 +80,12 @@ MAX_SUB_QUESTIONS = 6
 # what a first search found (nodes/candidates.py).
 MAX_LISTED_DOCUMENTS = 10
 # Over a library, the best candidate papers of the first search each get the stem
-# searched inside them: the library-wide search finds the paper (first hit for 38 of
-# 38 LitQA2 dev questions), a search within it ranks its passages against each other.
+# searched inside them: the library-wide search finds the paper, a search within it
+# ranks that paper's passages against each other.
 AIMED_CANDIDATES = 2
 # The planner's reply: MAX_SUB_QUESTIONS questions and their translations fit in ~400
-# tokens. Unbounded (the answer's reserve, 2,048), a local 1.5B model rambled for 19
-# minutes at 2 tokens a second on a busy machine before the LitQA2 answer could start.
+# tokens. Unbounded (the answer's reserve), a small local model can ramble for minutes
+# on a slow machine before the answer can start.
 PLANNER_MAX_TOKENS = 512
 _JSON_OBJECT = re.compile(r"\{.*\}", re.S)
 # Failures that come out the same however often a step is tried.
@@ -140,9 +140,9 @@ async def sub_question_generation(state: State, runtime: Runtime[Context]) -> di
     usage = []
     questions: list[SubQuestion] = []
     # Options listed over a library: the stem is the search (recall_questions), unless a
-    # person asked for another plan. On the LitQA2 dev split the local model's
-    # sub-questions put the key passage in the answer prompt for 36 of 39, the stem alone
-    # for 37: the call cost a model call and its tokens for nothing.
+    # person asked for another plan. The stem is a precise search, and its options are
+    # searched inside the candidate papers: a planner would add a model call and its
+    # tokens, and its sub-questions would search for what these searches already find.
     if listing is not None and asked.options and not state.get("plan_feedback"):
         planned_by = "question"
     else:
@@ -215,9 +215,8 @@ def recall_questions(
     the question itself. A library (more than MAX_LISTED_DOCUMENTS): the question
     over all of it, and inside each of its AIMED_CANDIDATES best `candidates` (a first
     search's documents, best first) with its `options` too: inside one paper they
-    cannot drown the question, and the passage naming the right one is the answer's
-    (on the LitQA2 dev split, inside the source paper, the key passage is in the top
-    10 for 29 of 38 questions this way, 25 by the stem alone); then what was planned.
+    cannot drown the question, and the passage naming the right one is the answer's;
+    then what was planned.
     """
     if len(documents) > MAX_LISTED_DOCUMENTS:
         known = {d["doc_id"] for d in documents}

@@ -30,7 +30,7 @@ RECALL_API_ENV = Settings.recall_api_url.env
 # Emptied whole, not per document: the index has no delete. Room for two of the
 # largest files `ask --file` takes (20 MB of text), or hundreds of papers.
 SCRATCH_MAX_BYTES = 256 * 1024 * 1024
-# Disk per byte of text indexed (text, chunks, terms, vectors): 5.7 measured on 5-19 MB.
+# Disk per byte of text indexed (text, chunks, terms, vectors), rounded up.
 _DISK_PER_TEXT_BYTE = 6
 
 

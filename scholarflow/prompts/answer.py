@@ -3,8 +3,8 @@
 from scholarflow.prompts.base import prompt
 
 # Repeated after the question, in the question's own language: a small model that reads
-# a long English prompt forgets the system prompt's language rule (seen with
-# Qwen2.5-1.5B: a Chinese critique of an English paper answered in English).
+# a long English prompt forgets the system prompt's language rule (a Chinese critique
+# of an English paper comes back in English).
 ANSWER_IN_CHINESE = prompt("ANSWER_IN_CHINESE", "（请用简体中文回答。）")
 ANSWER_IN_ENGLISH = prompt("ANSWER_IN_ENGLISH", "(Answer in English.)")
 # After a question that lists options (nodes/options.py), and only then: it costs every

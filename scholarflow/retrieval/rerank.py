@@ -17,14 +17,11 @@ heading or title, the query's numbers -- and blends that half and half with
 the first-stage score, so a chunk without lexical evidence (a question in
 the other language) keeps half its score rather than dropping out.
 
-Measured (tests/unit/test_rerank.py) on 48 labelled questions over the 10 d2l
-sections, English and Chinese, same-language, paraphrased, cross-language
-and with numbers, reranking the embedded index's top 20 (w = 0.3):
-MRR 0.647 -> 0.666, recall@5 0.656 -> 0.694; cross-language 0.123/0.083 ->
-0.176/0.198, paraphrases and numbers unchanged, same-language MRR 0.906 ->
-0.911. Small gains: a lexical signal on top of a first stage that already
-has BM25 can only do so much, and most cross-language misses are not in the
-top 20 at all. A semantic reranker (the endpoint) is the real upgrade.
+The gains are small (tests/unit/test_rerank.py checks them on labelled
+bilingual questions: same-language, paraphrased, cross-language and with
+numbers): a lexical signal on top of a first stage that already has BM25 can
+only do so much, and most cross-language misses are not among the first
+stage's candidates at all. A semantic reranker (the endpoint) is the real upgrade.
 """
 
 from __future__ import annotations

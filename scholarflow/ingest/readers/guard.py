@@ -19,8 +19,8 @@ from scholarflow.ingest.documents import DocumentError
 
 __all__ = ["MAX_STREAM_BYTES", "check_inflation"]
 
-# One stream, inflated. The largest of the 85 LitQA2 papers' streams (a Flate figure)
-# inflates to 119 MB; PDFium holds about twice a stream's size while it reads it.
+# One stream, inflated. A paper's largest streams (Flate figures) inflate to a hundred MB
+# or so; PDFium holds about twice a stream's size while it reads it.
 MAX_STREAM_BYTES = 256 << 20
 # Deflate's best ratio is about 1032:1: a shorter stream compressed once cannot reach
 # the limit, and is not probed (most of a paper's streams; probing all costs seconds).

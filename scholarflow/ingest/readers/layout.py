@@ -5,7 +5,7 @@
 - Furniture: running headers and footers (a line at a page's top or bottom whose
   digit-blind form recurs on many pages), page numbers, "Downloaded from ..."
   lines, and text in the side margins (publishers' vertical stamps) are dropped.
-- Order: the engine's, which follows the columns in the PDFs measured; a page
+- Order: the engine's, which follows the columns in most PDFs; a page
   drawn row by row across its columns is read column by column (`columns.py`),
   and smaller text that cuts a paragraph (figure labels) goes after it.
 - Paragraphs: a page's lines become paragraphs, one a line of text, blank lines
@@ -278,9 +278,9 @@ def _join_across_pages(texts: list[list[str]], counts: Counter[str]) -> None:
     """A paragraph a page break cuts mid-sentence is finished on the page it started on.
 
     The chunker takes a page break for a paragraph break, so the sentence's two
-    halves would land in two chunks and neither would hold what it says. On the
-    85 LitQA2 PDFs, 295 of 1,447 pages ended in a body paragraph without a
-    sentence end whose next page went on in lower case, a digit or punctuation.
+    halves would land in two chunks and neither would hold what it says. Papers
+    often end a page in a body paragraph without a sentence end, the next page
+    going on in lower case, a digit or punctuation.
     The continuation is the next body paragraph, when it goes on in lower case
     or with a number's tail ("13-14), reflective of ..."), looked for past
     figure pages (captions, panel labels) up to `_CONTINUATION_PAGES` ahead.

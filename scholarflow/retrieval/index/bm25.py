@@ -36,7 +36,7 @@ _MERGE_STEP = 1 << 20
 IntArray = npt.NDArray[np.int64]
 Int32Array = npt.NDArray[np.int32]
 # Chunk positions in memory: numpy converts any other index type on every fancy
-# index, ~60% of scoring a Chinese query (~440k postings) as int32. Saved as int32.
+# index, which would dominate scoring a long query. Saved as int32.
 IntpArray = npt.NDArray[np.intp]
 FloatArray = npt.NDArray[np.float32]
 

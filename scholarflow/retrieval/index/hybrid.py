@@ -19,9 +19,8 @@ not score 1 and bury the passages of the other language.
 among the candidates (the whole knowledge base, or the `doc_ids` filter),
 so the passage closest in meaning scores w, whatever the query's language.
 e5's cosines sit in a narrow band that depends on the query: a question
-in the other language than its answer reaches only ~0.3-0.45 (median 0.29
-on the 59 cross-language questions of tests/data/recall_eval.jsonl), which
-at w = 0.3 could never pass the 0.2 threshold without a lexical match. The
+in the other language than its answer reaches a low cosine, which scaled
+by w = 0.3 could never pass the 0.2 threshold without a lexical match. The
 threshold keeps its meaning, "drop chunks scoring under it": a chunk with
 no lexical match is returned when its cosine is at least threshold / w of
 the best (2/3 by default). The best cosine is taken as at least
@@ -48,10 +47,10 @@ FloatArray = npt.NDArray[np.float32]
 
 # The best cosine counts as a match in meaning only from here up: a question
 # about nothing in the knowledge base still has a nearest chunk, and scaled
-# by its own cosine it would score w and pass the threshold. Centred e5
-# cosines: the best chunk of each of the 91 tuning questions is at >= 0.21
-# (median 0.35); ten off-topic questions (recipes, football, weather) have
-# 0.01-0.28, most under 0.2: their nearest chunks then score under the threshold.
+# by its own cosine it would score w and pass the threshold. Set under the centred
+# e5 cosine of the best chunk for questions a knowledge base answers, above that of
+# most off-topic questions (recipes, football, weather), whose nearest chunks then
+# score under the threshold; chosen on tests/data/recall_tune.jsonl (bench/README.md).
 MIN_BEST_COSINE = 0.2
 
 

@@ -1,35 +1,18 @@
 """The BM25 tokenizer: Chinese and English in one pass, no dictionary.
 
-Measured with `bench/recall_probe.py quality` (the d2l sample: 6 English and
-4 Chinese sections, 187 chunks; 40 questions, half about a document in the
-other language, each also asked in translation; recall@5 / MRR@5):
-
-| tokenizer                         | BM25 only     | hybrid w=0.3  |
-|-----------------------------------|---------------|---------------|
-| CJK unigrams + bigrams (this one) | 0.925 / 0.608 | 1.000 / 0.826 |
-| CJK bigrams only                  | 0.950 / 0.642 | 0.975 / 0.821 |
-| CJK bigrams + lone characters     | 0.950 / 0.655 |               |
-| CJK unigrams only                 | 0.950 / 0.617 |               |
-| no plural stemming                | 0.900 / 0.606 |               |
-| no stopwords                      | 0.875 / 0.532 |               |
-
-These 40 questions are the ones the choice was made on, and predate BM25's
-normalisation by the query's bound; the independent 97-question set in
-`bench/recall.py quality` is the figure to quote (0.938 for the hybrid with
-translation at w=0.3, 0.40 for one query alone).
-
-The CJK choices are within one question of each other; unigrams + bigrams
-is best in the hybrid ranking that ships, and keeps a one-character word
-(门, 层) searchable inside longer runs, which bigrams alone would not. A
+CJK runs become their characters and their bigrams: most Chinese words are two
+characters, found without a dictionary, and a one-character word (门, 层) stays
+searchable inside longer runs, which bigrams alone would not allow. A
 dictionary segmenter (jieba) would load a 50 MB dictionary and miss
-out-of-vocabulary terms, the very words papers coin.
+out-of-vocabulary terms, the very words papers coin. This scheme, the plural
+stemmer and the stopwords were chosen with the recall benchmark on bilingual
+questions (bench/README.md).
 
-Speed (the bench's mixed text, one core, CPU time): `terms_text`, what
-ingest stores, runs at ~15 MB/s (English ~20, Chinese ~12), against 4.5 MB/s
-for a loop over regex matches with a string per term. The output is the
-same, term for term (tests/unit/test_tokenize.py compares it with that loop): text
-is split at whitespace first and each piece's terms are cached, and the
-characters and bigrams of CJK runs are laid out by numpy and sliced.
+Speed: `terms_text`, what ingest stores, runs several times faster than a loop
+over regex matches with a string per term, with the same output, term for term
+(tests/unit/test_tokenize.py compares it with that loop): text is split at
+whitespace first and each piece's terms are cached, and the characters and
+bigrams of CJK runs are laid out by numpy and sliced.
 
 - Latin words and numbers are lowercased and kept whole with their inner
   joiners ("3e-4", "bert-base", "gpt-3", "x86_64", "1.5"); a joined word
@@ -38,7 +21,7 @@ characters and bigrams of CJK runs are laid out by numpy and sliced.
   "queries" -> "query"); Snowball would be a compiled dependency for what
   the plural rule already gives here.
 - A few very common English words are dropped: they cost posting-list time
-  at every query and only add noise (see "no stopwords").
+  at every query and only add noise.
 """
 
 from __future__ import annotations
@@ -225,8 +208,8 @@ def tokenize(text: str) -> list[str]:
 
 # How a multiple-choice question points at its own options ("Which of the following
 # proteins ...", "以下哪项"): words about the question, not about its subject. Searched
-# for, "following" matched every passage saying "following treatment" (LitQA2 q31's
-# key passage ranked 11th behind them; 10th without).
+# for, "following" matches every passage saying "following treatment", which can then
+# outrank the passage the question is about.
 _OPTION_POINTERS = re.compile(r"\b(?:of|among) the following\b|(?:以下|下列)(?=哪)", re.I)
 
 
