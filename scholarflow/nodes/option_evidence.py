@@ -180,7 +180,7 @@ def reserve_tokens(asked: Options) -> int:
 
 def format_option_evidence(found: Sequence[OptionEvidence]) -> str:
     """The prompt's list: the options a passage names, each with its sentence; "" when
-    none is named. Options named by none are left out: Qwen2.5-1.5B copied the list's
-    first line as its answer, "not found word for word" included."""
+    none is named. Options named by none are left out: a small model tends to copy the
+    list's first line as its answer, whatever that line says."""
     return "\n".join(f'- {item.letter}) {item.text}: passage [{item.passage}] says "'
                      f'{item.sentence}"' for item in found if item.passage)
