@@ -163,7 +163,7 @@ RULE_TABLE: tuple[Row, ...] = (
         说(?:些|的是)?啥 创新点(?:是|有) 主要观点 文章结构 简要介绍 简单介绍 介绍一下 了解一下 大意
         总的来说 梗概 简介 要点 重点 亮点 主旨 大纲 提纲 整体 总体
         in\s+(?:\d+|a\s+few|one|two|three|five)\s+(?:words|sentences|lines|paragraphs|bullets)
-        (?:key|main|major|core)\s+(?:points|ideas?|takeaways?|findings|contributions|message)
+        (?:key|main|major|core)\s+(?:points|ideas?|takeaways?|findings|contributions?|message)
         what\s+(?:does|did)\s+(?:this|the|that)\s+{DOC}\s+(?:say|cover|discuss|propose) highlights?
         what(?:'s|\s+does|\s+did)\s+(?:it|this|the\s+\w+|this\s+\w+)\s+say like\s+i'?m\s+(?:five|5)
         (?:key|main|major|core)\s+(?:argument|claims?|results|conclusions) bullet\s*(?:points)?

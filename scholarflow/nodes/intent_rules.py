@@ -18,8 +18,15 @@ from dataclasses import dataclass
 from scholarflow.intents import Intent
 from scholarflow.language import HAN
 from scholarflow.nodes.intent_cues import RULE_TABLE, alts
+from scholarflow.nodes.intent_form import (
+    PRECISE_QUESTION_MIN_TERMS,
+    content_terms,
+    is_question,
+    misspelt_task,
+    names_a_task,
+)
 
-__all__ = ["AMBIGUITY_MARGIN", "REAL_CUE", "RuleVerdict", "classify_by_rules"]
+__all__ = ["AMBIGUITY_MARGIN", "REAL_CUE", "RuleVerdict", "asks_for_no_task", "classify_by_rules"]
 
 # The margin rule: the rules are sure when the winner has a real cue (weight >=
 # REAL_CUE, not a pile of weak ones) and leads every other intent that has a real
@@ -38,6 +45,9 @@ _CHAT_ONLY_BONUS = 1.5  # chit-chat with nothing else in the message is the mess
 S, L, R, P, Q = (Intent.SIMPLE_INTERACTION, Intent.LITERATURE_SUMMARY,
                  Intent.REVIEW_GENERATION, Intent.PAPER_REVIEW, Intent.LITERATURE_QA)
 _TIE_ORDER = (P, R, L, Q, S)
+_TASKS = (L, R, P)
+PRECISE_QUESTION_CONFIDENCE = 0.9
+_CHAT_CORROBORATION = 2  # research terms a question needs beyond its everyday words
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,12 +56,17 @@ class RuleVerdict:
     confidence: float  # 0..1
     unambiguous: bool  # True when the rules are sure enough to skip the LLM
     reason: str  # short, e.g. "matched '总结' (LITERATURE_SUMMARY)"
+    # The words by which the message asks for a summary, a review or a critique, not
+    # negated ("不要总结") and not the topic of a precise question ("compared to control").
+    tasks: tuple[str, ...] = ()
 
 
 _RULES = tuple(
     (re.compile(pattern), intent, weight, "n" in flags, "m" in flags, "s" in flags, "q" in flags)
     for pattern, intent, weight, flags in RULE_TABLE
 )
+_SOFT_CHAT = re.compile("|".join(pattern for pattern, intent, _, flags in RULE_TABLE
+                                 if intent is S and "s" in flags))
 # A refusal right before a task cue: "不要总结", "don't summarize", "not a summary".
 # "别" only counts where it starts a clause, because it also ends 分别, 区别, 类别.
 _NEGATION = re.compile(
@@ -68,6 +83,7 @@ _DOC_REFERENCE = re.compile(alts("""论文 文章 文献 文档 本文 文中 �
 _TECHNICAL = re.compile(r"[A-Z]{2,}|[a-z][A-Z]|[A-Za-z]-?\d|[\u0370-\u03ff]")
 _CONTENT_CHARS = re.compile(f"[0-9a-z{HAN}]")
 _Cues = dict[Intent, tuple[float, str]]  # each intent's strongest cue: (weight, text)
+_Hits = list[tuple[Intent, str, int]]  # every cue found: (intent, text, end offset)
 
 
 def _prepare(query: str) -> tuple[str, str]:
@@ -80,27 +96,31 @@ def _prepare(query: str) -> tuple[str, str]:
     return query, " ".join(unicodedata.normalize("NFKC", query).lower().split())
 
 
-def _score(text: str) -> tuple[dict[Intent, float], _Cues, float, bool]:
-    """Scores per intent, their strongest cues, the chit-chat score, and whether work is asked."""
+def _score(text: str) -> tuple[dict[Intent, float], _Cues, float, bool, _Hits]:
+    """Scores per intent, their strongest cues, the chit-chat score, whether work is asked,
+    and the cues found but chit-chat's."""
     weights: dict[Intent, list[float]] = {}
     cues: _Cues = {}
+    found_cues: _Hits = []
     soft, question, work = 0.0, False, text
-    for pattern, intent, weight, negatable, mask, is_soft, is_question in _RULES:
+    for pattern, intent, weight, negatable, mask, is_soft, question_word in _RULES:
         hits: list[str] = []
         for match in pattern.finditer(work):
             found, start = match.group(0), match.start()
             if found in hits or (negatable and _NEGATION.search(work[max(0, start - 16) : start])):
                 continue
             hits.append(found)
+            if not is_soft:
+                found_cues.append((intent, found, match.end()))
             if mask:  # blank it out, keeping offsets, so "literature review" ≠ "review"
                 work = work[:start] + " " * len(found) + work[match.end() :]
             # Two different words of one rule ("研究现状", "综述") corroborate; more add
             # nothing, and the question form or a greeting counts once.
-            if len(hits) == (1 if is_question or is_soft else 2):
+            if len(hits) == (1 if question_word or is_soft else 2):
                 break
         if not hits:
             continue
-        question = question or is_question
+        question = question or question_word
         if is_soft:
             soft += weight
         else:
@@ -119,13 +139,34 @@ def _score(text: str) -> tuple[dict[Intent, float], _Cues, float, bool]:
         top = max(found_weights)
         cap = _QA_CAP if intent is Q else _SCORE_CAP
         scores[intent] = min(cap, top + 0.5 * (sum(found_weights) - top))
-    return scores, cues, soft, asked
+    return scores, cues, soft, asked, found_cues
 
 
-def classify_by_rules(query: str, *, has_documents: bool) -> RuleVerdict:
-    """The rules' best guess for `query`; never fails, never does I/O."""
+def classify_by_rules(
+    query: str, *, has_documents: bool, min_terms: int = PRECISE_QUESTION_MIN_TERMS
+) -> RuleVerdict:
+    """The rules' best guess for `query`; never fails, never does I/O.
+
+    A precise question about a finding (`intent_form`) with documents at hand, no task
+    and no chat cue is a question for recall, sure enough to skip the LLM; `min_terms`
+    is the research terms it needs to count as precise.
+    """
     query, text = _prepare(query)
-    scores, cues, soft, work_asked = _score(text)
+    scores, cues, soft, work_asked, hits = _score(text)
+    # An everyday word ("film", "today") in a question is a research term only beside
+    # enough others: "At what temperature does the thin film ...?", not "天气怎么样？".
+    topic = _SOFT_CHAT.sub(lambda m: " " * len(m.group(0)), text)
+    needed = min_terms + (_CHAT_CORROBORATION if topic != text else 0)
+    precise = ((has_documents or bool(_DOC_REFERENCE.search(text)))
+               and not any(intent is S for intent, _, _ in hits)  # about the assistant
+               and is_question(text) and len(content_terms(topic)) >= needed)
+    tasks = tuple(dict.fromkeys(
+        cue.strip() for intent, cue, end in hits if intent in _TASKS
+        and (not precise or names_a_task(cue, text[: end - len(cue)], text[end:]))))
+    if precise and not tasks:
+        terms = ", ".join(content_terms(topic)[:4])
+        return RuleVerdict(Q, PRECISE_QUESTION_CONFIDENCE, True,
+                           f"a question about a finding ({terms}), no task asked")
     if has_documents and cues.get(S, (0.0, ""))[1] == "you" and not work_asked:
         # "Could you go over the attention part of this?" with a paper attached is
         # about the paper: a mere "you" is not chit-chat then (no cue decides).
@@ -151,7 +192,7 @@ def classify_by_rules(query: str, *, has_documents: bool) -> RuleVerdict:
     reason = f"matched {cues.get(best, (0, ''))[1]!r} ({best.value})"
     if second > 0 and runner in cues:
         reason += f" over {cues[runner][1]!r} ({runner.value})"
-    return RuleVerdict(best, round(confidence, 2), unambiguous, reason)
+    return RuleVerdict(best, round(confidence, 2), unambiguous, reason, tasks)
 
 
 def _fallback(text: str, original: str, has_documents: bool, *, question: bool) -> RuleVerdict:
@@ -169,3 +210,16 @@ def _fallback(text: str, original: str, has_documents: bool, *, question: bool) 
     if _DOC_REFERENCE.search(text):
         return RuleVerdict(Q, 0.35, False, "mentions a paper, none attached")
     return RuleVerdict(S, 0.45, False, "no task keyword, no documents")
+
+
+def asks_for_no_task(query: str, verdict: RuleVerdict) -> bool:
+    """Whether `query`, which the rules read as `verdict`, asks about something of its own
+    and names no summary, review or critique, not even misspelt.
+
+    Such a message is a question for recall whatever a model says; a message with no
+    subject of its own ("Thoughts?", "And the second one?") is left to the model, which
+    reads it with the conversation.
+    """
+    _, text = _prepare(query)
+    return not verdict.tasks and not misspelt_task(text) and bool(content_terms(text))
+
