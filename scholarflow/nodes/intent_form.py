@@ -1,10 +1,10 @@
 """The form of a message: a precise question about a finding, or a request for a task.
 
-A question that asks for one fact of the research ("Which residue carries the
-glycan?", "在该研究中，治疗组的中位生存期是多少？") is answered from the passages
-that state it, whatever research words it holds: in "compared to control", "how was
-tumour volume assessed", "sufficient to induce", "genetic differentiation",
-"唐氏综合征" the words name what is asked about, not a task. A message asks for a
+A question that asks for one fact of the research ("Which residue does the kinase
+phosphorylate?", "在该研究中，治疗组的中位生存期是多少？") is answered from the
+passages that state it, whatever research words it holds: in "compared to placebo",
+"how was tumour volume assessed", "sufficient to induce", "differentiation of brown
+adipocytes", "唐氏综合征" the words name what is asked about, not a task. A message asks for a
 task when it names one (summary, review, survey, critique, 综述, 总结, 评审) or
 judges the work ("Is the design sound?", "实验设计合理吗").
 
@@ -92,7 +92,7 @@ _ZH_STOP = re.compile(
     r"[的了是在中和与及或对被把从有为这那个些一上下里时后前也都就还又而其之所以于由将会能可要到给让使用"
     r"等吗呢啊吧请问么该此并且但]")
 # Relation and process words: a task beside the documents ("compare these papers"), a
-# topic inside a question about a finding ("compared to control", "发展"); and "the
+# topic inside a question about a finding ("compared to placebo", "发展"); and "the
 # field", a research area or where a field trial ran.
 _RELATION = re.compile(
     r"(?:assess\w*|evaluat\w*|compar\w*|contrast\w*|differ\w*|similar\w*|relat\w*|connection\w*"
@@ -166,7 +166,7 @@ def names_a_task(cue: str, before: str, after: str) -> bool:
     a task within a precise question (outside one, every cue the rules find does)."""
     cue = cue.strip()
     if _RELATION.fullmatch(cue.removeprefix("how ")):
-        return False  # "compared to control", "how significant was the reduction"
+        return False  # "compared to placebo", "how significant was the reduction"
     judgement = bool(_JUDGEMENT.search(cue))
     if " " in cue:  # a phrase: a named task, or a judgement of the work
         return not (judgement and not cue.startswith("how ") and _COMPLEMENT.match(after))

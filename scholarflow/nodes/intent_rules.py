@@ -57,7 +57,7 @@ class RuleVerdict:
     unambiguous: bool  # True when the rules are sure enough to skip the LLM
     reason: str  # short, e.g. "matched '总结' (LITERATURE_SUMMARY)"
     # The words by which the message asks for a summary, a review or a critique, not
-    # negated ("不要总结") and not the topic of a precise question ("compared to control").
+    # negated ("不要总结") and not the topic of a precise question ("compared to placebo").
     tasks: tuple[str, ...] = ()
 
 
