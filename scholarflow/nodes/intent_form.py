@@ -150,7 +150,7 @@ def content_terms(text: str) -> list[str]:
              and not _RELATION.fullmatch(t) and not _JUDGEMENT.search(t)
              and not _TASK_NAME.fullmatch(t)]
     # Chinese has no spaces: what is left of each run of characters counts a term
-    # per two characters ("残基糖链密度": three).
+    # per two characters ("乙醇浓度": two).
     han = _ZH_STOP.sub(" ", _RELATION.sub(" ", body))
     runs = "".join(re.findall(f"[{HAN}]", han))
     return terms + [runs[i : i + 2] for i in range(0, len(runs) - 1, 2)]
