@@ -21,8 +21,9 @@ from scholarflow.intents import Intent
 from scholarflow.llm import calls as llm
 from scholarflow.llm.budget import cap_tokens, prompt_budget
 from scholarflow.nodes.common import history_text
+from scholarflow.nodes.intent_form import PRECISE_QUESTION_MIN_TERMS
 from scholarflow.nodes.intent_parse import parse_intent_reply
-from scholarflow.nodes.intent_rules import classify_by_rules
+from scholarflow.nodes.intent_rules import RuleVerdict, asks_for_no_task, classify_by_rules
 from scholarflow.nodes.options import split_options
 from scholarflow.prompts import INTENT_RECOGNITION_PROMPT
 from scholarflow.state import DecidedBy, DocumentInfo, LLMUsage, State, Strategy
@@ -31,6 +32,15 @@ from scholarflow.tokens import count_message_tokens, count_tokens
 logger = logging.getLogger(__name__)
 
 SUMMARY_INTENTS = frozenset({Intent.LITERATURE_SUMMARY, Intent.REVIEW_GENERATION})
+# Verdicts that start a task: a summary of each document, a review, a critique.
+TASK_INTENTS = SUMMARY_INTENTS | {Intent.PAPER_REVIEW}
+# Defaults of two Context settings, read with getattr until Context has them:
+# intent_task_guard: a model's task verdict on a message that names no task is
+# overruled (LITERATURE_QA); precise_question_min_terms: the research terms that make
+# a question with no task a precise one, routed to recall by the rules alone.
+TASK_GUARD = True
+# The guard's verdict is the rules' reading against the model's: neither sure nor a guess.
+GUARD_CONFIDENCE = 0.6
 # However many retries the context asks for: each is a paid call that failed the same way.
 MAX_INTENT_ATTEMPTS = 10
 TITLE_TOKENS = 100
@@ -53,13 +63,15 @@ async def recognise_intent(
     documents: list[DocumentInfo] | None = None,
     history: str = "(none)",
 ) -> IntentDecision:
-    """mode_type wins; else unambiguous rules; else the LLM; else the rules' best guess."""
+    """mode_type wins; else unambiguous rules; else the LLM, overruled to LITERATURE_QA when
+    it calls for a task the message does not ask for; else the rules' best guess."""
     if mode_type:
         return IntentDecision(Intent.parse(mode_type), 1.0, "override", "mode_type given")
     if documents and split_options(query).options:
         # A multiple-choice question about documents asks for one precise answer.
         return IntentDecision(Intent.LITERATURE_QA, 0.9, "rules", "a question with options")
-    verdict = classify_by_rules(query, has_documents=bool(documents))
+    min_terms = int(getattr(ctx, "precise_question_min_terms", PRECISE_QUESTION_MIN_TERMS))
+    verdict = classify_by_rules(query, has_documents=bool(documents), min_terms=min_terms)
     if verdict.unambiguous:
         return IntentDecision(verdict.intent, verdict.confidence, "rules", verdict.reason)
     if not ctx.llm_configured:
@@ -83,6 +95,12 @@ async def recognise_intent(
             )
         usage.append(result.usage)
         parsed = parse_intent_reply(result.text)
+        if parsed is not None and _overruled(ctx, query, verdict, parsed.intent):
+            return IntentDecision(
+                Intent.LITERATURE_QA, GUARD_CONFIDENCE, "guard",
+                f"the model said {parsed.intent.value}, but the message names no summary, "
+                "review or critique: a question for recall", tuple(usage),
+            )
         if parsed is not None:
             return IntentDecision(
                 parsed.intent, parsed.confidence, "llm", parsed.reason, tuple(usage)
@@ -92,6 +110,14 @@ async def recognise_intent(
         verdict.intent, verdict.confidence, "fallback",
         f"LLM gave no valid intent; {verdict.reason}", tuple(usage),
     )
+
+
+def _overruled(ctx: Context, query: str, verdict: RuleVerdict, intent: Intent) -> bool:
+    """A model's summary, review or critique of a message that asks for none is not taken:
+    it would send every document through the model (or write a referee report) for a
+    question that recall answers, whatever the model's bias."""
+    return (intent in TASK_INTENTS and bool(getattr(ctx, "intent_task_guard", TASK_GUARD))
+            and asks_for_no_task(query, verdict))
 
 
 def _until_exhausted(rounds: Iterator[int]) -> Iterator[int]:

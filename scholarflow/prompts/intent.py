@@ -9,12 +9,25 @@ latest message into exactly one intent:
 
 - SIMPLE_INTERACTION: greetings, thanks, chit-chat, questions about the assistant \
 itself, or general questions that do not need the user's documents.
-- LITERATURE_SUMMARY: summarise or explain what the document(s) say overall.
-- REVIEW_GENERATION: write a literature review / survey that synthesises several works.
-- PAPER_REVIEW: critically review a paper: strengths, weaknesses, flaws, novelty, \
-a referee report.
-- LITERATURE_QA: a specific question answered from the documents (a number, \
-dataset, method, result, definition).
+- LITERATURE_SUMMARY: the user asks for a summary or an overview of what the \
+document(s) say.
+- REVIEW_GENERATION: the user asks for a literature review / survey that synthesises \
+several works.
+- PAPER_REVIEW: the user asks for a critical review of a paper: strengths, weaknesses, \
+flaws, novelty, a referee report.
+- LITERATURE_QA: a question about something the documents state (a finding, a \
+number, an effect, a residue, a population, a dataset, a method, a definition), \
+also when it mentions comparisons, differences, assessments or several groups.
+
+Choose LITERATURE_SUMMARY, REVIEW_GENERATION or PAPER_REVIEW only when the message \
+asks for that task; a question that asks for a fact is LITERATURE_QA, however many \
+documents there are. Examples:
+"Which enzyme variant kept the most activity at 60 °C?" -> LITERATURE_QA
+"How does the error rate of method A compare to that of method B?" -> LITERATURE_QA
+"在该实验中，对照组的样本量是多少？" -> LITERATURE_QA
+"Summarize these papers." -> LITERATURE_SUMMARY
+"Write a literature review of these studies." -> REVIEW_GENERATION
+"What are the weaknesses of this paper?" -> PAPER_REVIEW
 
 The user has attached these documents:
 {document_list}
