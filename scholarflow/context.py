@@ -143,6 +143,20 @@ class Context:
         metadata=_doc("Pause after plan_generation for a person to approve, edit or comment "
                       "on the plan (chunk_recall; the run needs a checkpointer and a thread)."),
     )
+    # Intent recognition (nodes/intent.py, nodes/intent_form.py).
+    precise_question_min_terms: int = field(
+        default=2,
+        metadata=_doc("A question that names no summary, review or critique is a precise "
+                      "question about a finding, routed to recall by the rules without an "
+                      "intent call, when it has at least this many research terms of its "
+                      "own (Chinese: two characters a term)."),
+    )
+    intent_task_guard: bool = field(
+        default=True,
+        metadata=_doc("Overrule the intent model's LITERATURE_SUMMARY, REVIEW_GENERATION or "
+                      "PAPER_REVIEW to LITERATURE_QA when the message has a subject of its "
+                      "own and names no such task (decided_by 'guard')."),
+    )
     # Multiple choice (nodes/option_reading.py): each reading is a step of option_reading.
     multiple_choice: bool = field(
         default=True,
@@ -198,7 +212,8 @@ class Context:
                 raise _invalid(self, f, f"must be {need}")
         positive = ("max_context_tokens", "reserved_answer_tokens", "max_concurrent_llm_calls",
                     "max_intent_recognition_retries", "top_n", "max_results",
-                    "recall_tool_cache_size", "option_answer_tokens", "option_passages")
+                    "recall_tool_cache_size", "option_answer_tokens", "option_passages",
+                    "precise_question_min_terms")
         named = {f.name: f for f in fields(self)}
         for name in positive:  # None: from the environment, the server or the window
             if (value := getattr(self, name)) is not None and value < 1:

@@ -21,7 +21,6 @@ from scholarflow.intents import Intent
 from scholarflow.llm import calls as llm
 from scholarflow.llm.budget import cap_tokens, prompt_budget
 from scholarflow.nodes.common import history_text
-from scholarflow.nodes.intent_form import PRECISE_QUESTION_MIN_TERMS
 from scholarflow.nodes.intent_parse import parse_intent_reply
 from scholarflow.nodes.intent_rules import RuleVerdict, asks_for_no_task, classify_by_rules
 from scholarflow.nodes.options import split_options
@@ -34,11 +33,6 @@ logger = logging.getLogger(__name__)
 SUMMARY_INTENTS = frozenset({Intent.LITERATURE_SUMMARY, Intent.REVIEW_GENERATION})
 # Verdicts that start a task: a summary of each document, a review, a critique.
 TASK_INTENTS = SUMMARY_INTENTS | {Intent.PAPER_REVIEW}
-# Defaults of two Context settings, read with getattr until Context has them:
-# intent_task_guard: a model's task verdict on a message that names no task is
-# overruled (LITERATURE_QA); precise_question_min_terms: the research terms that make
-# a question with no task a precise one, routed to recall by the rules alone.
-TASK_GUARD = True
 # The guard's verdict is the rules' reading against the model's: neither sure nor a guess.
 GUARD_CONFIDENCE = 0.6
 # However many retries the context asks for: each is a paid call that failed the same way.
@@ -70,7 +64,7 @@ async def recognise_intent(
     if documents and split_options(query).options:
         # A multiple-choice question about documents asks for one precise answer.
         return IntentDecision(Intent.LITERATURE_QA, 0.9, "rules", "a question with options")
-    min_terms = int(getattr(ctx, "precise_question_min_terms", PRECISE_QUESTION_MIN_TERMS))
+    min_terms = ctx.precise_question_min_terms
     verdict = classify_by_rules(query, has_documents=bool(documents), min_terms=min_terms)
     if verdict.unambiguous:
         return IntentDecision(verdict.intent, verdict.confidence, "rules", verdict.reason)
@@ -116,7 +110,7 @@ def _overruled(ctx: Context, query: str, verdict: RuleVerdict, intent: Intent) -
     """A model's summary, review or critique of a message that asks for none is not taken:
     it would send every document through the model (or write a referee report) for a
     question that recall answers, whatever the model's bias."""
-    return (intent in TASK_INTENTS and bool(getattr(ctx, "intent_task_guard", TASK_GUARD))
+    return (intent in TASK_INTENTS and ctx.intent_task_guard
             and asks_for_no_task(query, verdict))
 
 
