@@ -29,8 +29,9 @@ from scholarflow.llm.budget import (
     window_words,
 )
 from scholarflow.llm.empty_answer import require_text
-from scholarflow.nodes.recall_scope import key_chunks_text, open_kb
+from scholarflow.nodes.recall_scope import key_chunks_text
 from scholarflow.prompts import DOCUMENT_CONDENSED_SUMMARY_PROMPT
+from scholarflow.retrieval.access import open_kb
 from scholarflow.retrieval.index import DEFAULT_KB
 from scholarflow.state import DocSummary, DocSummaryTask, DocumentInfo, LLMUsage, merge_summaries
 from scholarflow.storage.cache_registry import summary_cache
