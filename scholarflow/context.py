@@ -143,6 +143,20 @@ class Context:
         metadata=_doc("Pause after plan_generation for a person to approve, edit or comment "
                       "on the plan (chunk_recall; the run needs a checkpointer and a thread)."),
     )
+    # What a summary of many documents may cost before a person approves it (cost_check).
+    approval_documents: int | None = field(
+        default=20,
+        metadata=_doc("A summary that would send more than this many documents through the "
+                      "model (those without a cached summary) asks for approval before it "
+                      "starts: the run pauses (it needs a checkpointer and a thread), the CLI "
+                      "needs --approve-cost. null: no limit."),
+    )
+    approval_tokens: int | None = field(
+        default=300_000,
+        metadata=_doc("A summary whose estimated prompt tokens (every summary and merge call) "
+                      "pass this asks for approval before it starts, as approval_documents. "
+                      "null: no limit."),
+    )
 
     def __post_init__(self) -> None:
         settings = get_settings()  # fills what the caller left unset, never what it passed
