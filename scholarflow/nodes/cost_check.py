@@ -62,7 +62,8 @@ class CostDeclinedError(ScholarflowError):
 
 
 def over_limits(ctx: Context, estimate: CostEstimate) -> list[str]:
-    """The limits the estimate passes, in words ("82 documents over approval_documents=20")."""
+    """The limits the estimate passes, in words ("82 documents to summarise over
+    approval_documents=20")."""
     over = []
     if ctx.approval_documents is not None and estimate.summary_calls > ctx.approval_documents:
         over.append(f"{estimate.summary_calls} documents to summarise over "
