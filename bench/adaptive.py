@@ -102,7 +102,8 @@ async def one_run(graph: Any, server: ServerProcess, args: argparse.Namespace, f
     from scholarflow import Context
     from scholarflow.llm import calls as llm
 
-    ctx = Context(max_concurrent_llm_calls=args.cap, adaptive_llm_limit=mode == "adaptive")
+    ctx = Context(max_concurrent_llm_calls=args.cap, adaptive_llm_limit=mode == "adaptive",
+                  approval_documents=None, approval_tokens=None)  # approved in advance
     docs = make_documents(args.docs, seed=seed)  # new texts each run: no cache hits
     await server.reset()
     await server.configure(latency=args.latency, **fault_config(fault, args))
@@ -136,7 +137,8 @@ async def bench(args: argparse.Namespace, server: ServerProcess) -> list[Scenari
     await server.configure(latency=0)
     warm = {f"warm-{k}": v for k, v in make_documents(2 * args.cap, seed=99).items()}
     await graph.ainvoke({"query": SUMMARY_QUERY, "document_contents": warm},
-                        context=Context(max_concurrent_llm_calls=args.cap))
+                        context=Context(max_concurrent_llm_calls=args.cap,
+                                        approval_documents=None, approval_tokens=None))
     scenarios = []
     seed = 1000
     for fault in args.faults:

@@ -156,7 +156,8 @@ async def bench(args: argparse.Namespace, server: Any) -> list[Row]:
 
     rows: list[Row] = []
     n, cap, latency = args.docs, args.cap, args.latency
-    ctx = Context(max_concurrent_llm_calls=cap)
+    # Approved in advance (cost_check): what is measured is the fan-out, not a pause.
+    ctx = Context(max_concurrent_llm_calls=cap, approval_documents=None, approval_tokens=None)
 
     t = time.perf_counter()
     graph = build_graph()

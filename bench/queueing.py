@@ -89,7 +89,8 @@ async def one_run(graph: Any, server: ServerProcess, args: argparse.Namespace, k
     from scholarflow.llm import calls as llm
 
     ctx = Context(max_concurrent_llm_calls=args.cap, adaptive_llm_limit=mode == "adaptive",
-                  llm_timeout_seconds=args.timeout)
+                  llm_timeout_seconds=args.timeout,
+                  approval_documents=None, approval_tokens=None)  # approved in advance
     docs = make_documents(n, seed=seed)
     await server.reset()
     await server.configure(
@@ -136,7 +137,8 @@ async def bench(args: argparse.Namespace, server: ServerProcess) -> list[Run]:
     await server.configure(latency=0)  # warm-up: imports, tiktoken, the HTTP pool, SQLite
     warm = {f"warm-{i}": v for i, v in enumerate(make_documents(args.cap, seed=99).values())}
     await graph.ainvoke({"query": SUMMARY_QUERY, "document_contents": warm},
-                        context=Context(max_concurrent_llm_calls=args.cap))
+                        context=Context(max_concurrent_llm_calls=args.cap,
+                                        approval_documents=None, approval_tokens=None))
     runs: list[Run] = []
     seed = 2000
     for k in args.k:

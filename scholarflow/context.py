@@ -186,6 +186,20 @@ class Context:
         metadata=_doc("Multiple choice: the best passages the answer prompt keeps; of the "
                       "rest, only those naming an option."),
     )
+    # What a summary of many documents may cost before a person approves it (cost_check).
+    approval_documents: int | None = field(
+        default=20,
+        metadata=_doc("A summary that would send more than this many documents through the "
+                      "model (those without a cached summary) asks for approval before it "
+                      "starts: the run pauses (it needs a checkpointer and a thread), the CLI "
+                      "needs --approve-cost. null: no limit."),
+    )
+    approval_tokens: int | None = field(
+        default=300_000,
+        metadata=_doc("A summary whose estimated prompt tokens (every summary and merge call) "
+                      "pass this asks for approval before it starts, as approval_documents. "
+                      "null: no limit."),
+    )
 
     def __post_init__(self) -> None:
         settings = get_settings()  # fills what the caller left unset, never what it passed
@@ -218,7 +232,8 @@ class Context:
         for name in positive:  # None: from the environment, the server or the window
             if (value := getattr(self, name)) is not None and value < 1:
                 raise _invalid(self, named[name], "must be at least 1")
-        for name in ("system_tokens_estimate", "option_excerpt_sentences"):
+        for name in ("system_tokens_estimate", "option_excerpt_sentences", "approval_documents",
+                     "approval_tokens"):
             if (value := getattr(self, name)) is not None and value < 0:
                 raise _invalid(self, named[name], "must be at least 0")
         for name in ("direct_content_threshold", "similarity_threshold",

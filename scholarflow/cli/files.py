@@ -105,7 +105,7 @@ async def check_request(payload: dict[str, Any]) -> None:
     """What the graph would reject in request_init or document_check, checked before a
     session exists: the knowledge base's name and presence, the documents named by id,
     and a question with words to search for when there are documents."""
-    from scholarflow.nodes.recall_scope import open_kb
+    from scholarflow.retrieval.access import open_kb
     from scholarflow.retrieval.index import DEFAULT_KB, check_kb_name
     from scholarflow.retrieval.index.tokenize import has_words
     from scholarflow.retrieval.kb import DocumentNotFoundError

@@ -112,7 +112,7 @@ async def ingest(args: argparse.Namespace) -> int:
 
 
 async def search(args: argparse.Namespace) -> int:
-    from scholarflow.nodes.recall_scope import recall_params
+    from scholarflow.retrieval.access import recall_params
     from scholarflow.retrieval.index.tokenize import has_words
     from scholarflow.retrieval.kb import (
         DocumentNotFoundError,

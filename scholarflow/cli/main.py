@@ -58,6 +58,7 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--review-plan", action="store_true",
                      help="pause once the recall plan is made, to approve, edit or comment "
                           "on it (asked on the terminal, or read from standard input)")
+    _add_approve_cost(ask)
     cli_kb.add_llm_timeout(ask)
     _add_max_context(ask)
 
@@ -68,6 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     resume.add_argument("--json", action="store_true", help="print one stream event per line")
     resume.add_argument("--review-plan", action="store_true",
                         help="review the recall plan, if the run has not made it yet")
+    _add_approve_cost(resume)
     cli_kb.add_llm_timeout(resume)
     _add_max_context(resume)
 
@@ -84,6 +86,14 @@ def _parser() -> argparse.ArgumentParser:
     delete.add_argument("session_id")
     cli_kb.add_parsers(sub)
     return parser
+
+
+def _add_approve_cost(parser: argparse.ArgumentParser) -> None:
+    """`--approve-cost`: lift the context's approval limits for this run (cost_check)."""
+    parser.add_argument("--approve-cost", action="store_true",
+                        help="run a summary of many documents even past the cost limits "
+                             "(approval_documents, approval_tokens); without it, such a "
+                             "summary prints its estimate and waits")
 
 
 def _add_max_context(parser: argparse.ArgumentParser) -> None:
@@ -159,6 +169,8 @@ def _run_context(args: argparse.Namespace) -> Context:
         extra["max_context_tokens"] = window
     if getattr(args, "review_plan", False):
         extra["review_plan"] = True
+    if getattr(args, "approve_cost", False):  # approved before it is asked: no limit
+        extra.update(approval_documents=None, approval_tokens=None)
     # Passed only when the Context has the field (plan review lands with the graph's node).
     known = {f.name for f in dataclasses.fields(Context)}
     ctx = Context(show_thinking=not args.no_thinking,
@@ -187,7 +199,8 @@ async def _ask(args: argparse.Namespace) -> int:
         # Only simple_interaction searches: a document task would drop the flag unsaid.
         cli_run.note("--web-search applies to chat; a question about the given documents "
                      "is answered from them, without web search")
-    return await cli_run.ask(payload, ctx, session=args.session, json_output=args.json)
+    return await cli_run.ask(payload, ctx, session=args.session, json_output=args.json,
+                             approve_cost=args.approve_cost)
 
 
 async def _resume(args: argparse.Namespace) -> int:
@@ -196,7 +209,8 @@ async def _resume(args: argparse.Namespace) -> int:
 
     ctx = _run_context(args)
     await probe_window(ctx)  # what request_init does for `ask`: a resumed run skips it
-    return await cli_run.resume(args.session_id, ctx, json_output=args.json)
+    return await cli_run.resume(args.session_id, ctx, json_output=args.json,
+                                approve_cost=args.approve_cost)
 
 
 async def _route(args: argparse.Namespace) -> int:

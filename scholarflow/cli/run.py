@@ -8,6 +8,12 @@ and the document summaries that had finished are not requested again. A run
 that failed raised its typed error from the graph after its `error` event:
 it is over (its question stays in the thread), nothing to resume.
 
+A summary past the context's cost limits pauses in cost_check (`interrupt()`):
+without `--approve-cost` the estimate is printed as the error, with how to
+approve it, and the command exits 2; the run waits, so `scholarflow resume ID
+--approve-cost` runs it without asking anything again. With the flag the limits
+are lifted for the run (cli/main.py), so it never pauses.
+
 With `--review-plan` the run pauses after plan_generation (`interrupt()`):
 the plan is shown on stderr and the answer read from the terminal, or from
 standard input when it is not one, and the run goes on in the same process
@@ -22,6 +28,7 @@ sees the answers before it and nothing is said about a run that is alive.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import threading
 import uuid
@@ -36,14 +43,17 @@ from scholarflow.cli.session import SessionBusyError, no_session, reclaim_space,
 from scholarflow.context import Context
 from scholarflow.errors import ConfigurationError, InputError, ScholarflowError
 from scholarflow.graph import ScholarflowGraph, build_graph
+from scholarflow.llm.rates import save_rates
 from scholarflow.printable import has_surrogates, safe_text
 from scholarflow.state import InputState
 from scholarflow.storage.cache_registry import check_backends, close_all
 from scholarflow.storage.checkpoints import open_checkpointer, thread_config
+from scholarflow.storage.paths import home_path
 
 Renderer = JsonRenderer | TerminalRenderer
 LastRun = Literal["none", "finished", "failed", "stopped", "review"]
 REVIEW_PLAN = "review_plan"  # the `type` of the plan-review interrupt's value
+APPROVE_COST = "approve_cost"  # the `type` of cost_check's interrupt value
 _REVIEW_PROMPT = "approve (Enter), e to edit the sub-questions one per line, or type feedback: "
 
 
@@ -62,13 +72,16 @@ def _describe(snapshot: StateSnapshot) -> str:
     question = question if len(question) <= 60 else question[:57] + "..."
     if _review(snapshot) is not None:
         return f"{question!r}, waiting for its plan to be reviewed"
+    if _review(snapshot, APPROVE_COST) is not None:
+        return f"{question!r}, waiting for its cost to be approved"
     return f"{question!r}, stopped before {', '.join(snapshot.next)}"
 
 
-def _review(snapshot: StateSnapshot) -> dict[str, Any] | None:
-    """The plan-review interrupt the thread waits on, if it does."""
+def _review(snapshot: StateSnapshot, kind: str = REVIEW_PLAN) -> dict[str, Any] | None:
+    """The interrupt of `kind` (the plan review, or the cost approval) the thread waits
+    on, if it does."""
     for pending in snapshot.interrupts:
-        if isinstance(pending.value, dict) and pending.value.get("type") == REVIEW_PLAN:
+        if isinstance(pending.value, dict) and pending.value.get("type") == kind:
             return pending.value
     return None
 
@@ -77,7 +90,7 @@ def _last_run(snapshot: StateSnapshot) -> LastRun:
     """What became of the thread's last run."""
     if not snapshot.next:
         return "finished" if snapshot.values else "none"
-    if _review(snapshot) is not None:
+    if _review(snapshot) is not None or _review(snapshot, APPROVE_COST) is not None:
         return "review"
     # A failed run raised from session_save: its pending task holds the error.
     if snapshot.tasks and all(task.error is not None for task in snapshot.tasks):
@@ -86,7 +99,7 @@ def _last_run(snapshot: StateSnapshot) -> LastRun:
 
 
 async def ask(payload: dict[str, Any], ctx: Context, *, session: str | None,
-              json_output: bool) -> int:
+              json_output: bool, approve_cost: bool = False) -> int:
     """Run one question in `session` (a new session when None or unknown), checkpointed."""
     try:
         async with open_checkpointer() as saver:  # first: an unreachable database creates nothing
@@ -108,14 +121,17 @@ async def ask(payload: dict[str, Any], ctx: Context, *, session: str | None,
                         note(f"session {session_id} had an unfinished run "
                              f"({_describe(snapshot)}); this question replaces it")
                 request = cast(InputState, payload)
-                code = await _run(graph, request, config, ctx, session_id, json_output)
+                code = await _run(graph, request, config, ctx, session_id, json_output,
+                                  approve_cost=approve_cost)
         await reclaim_space()
         return code
     finally:
+        _save_rates()
         await close_all()
 
 
-async def resume(session_id: str, ctx: Context, *, json_output: bool) -> int:
+async def resume(session_id: str, ctx: Context, *, json_output: bool,
+                 approve_cost: bool = False) -> int:
     """Continue the session's unfinished run from its last checkpoint, or answer the plan
     review it waits on."""
     try:
@@ -128,7 +144,8 @@ async def resume(session_id: str, ctx: Context, *, json_output: bool) -> int:
             try:
                 async with session_lock(session_id, wait=False):
                     snapshot = await graph.aget_state(config)
-                    code = await _resume(graph, snapshot, config, ctx, session_id, json_output)
+                    code = await _resume(graph, snapshot, config, ctx, session_id, json_output,
+                                         approve_cost=approve_cost)
             except SessionBusyError:
                 raise InputError(
                     f"another run is in progress on session {session_id}; wait for it to "
@@ -136,11 +153,20 @@ async def resume(session_id: str, ctx: Context, *, json_output: bool) -> int:
         await reclaim_space()
         return code
     finally:
+        _save_rates()
         await close_all()
 
 
+def _save_rates() -> None:
+    """Keep the model's speed measured by this command for the next one's cost estimate
+    (llm/rates.py); a data folder that cannot take it changes nothing."""
+    with contextlib.suppress(ScholarflowError):
+        save_rates(home_path())
+
+
 async def _resume(graph: ScholarflowGraph, snapshot: StateSnapshot, config: RunnableConfig,
-                  ctx: Context, session_id: str, json_output: bool) -> int:
+                  ctx: Context, session_id: str, json_output: bool, *,
+                  approve_cost: bool) -> int:
     last = _last_run(snapshot)
     ask_again = f"ask with `scholarflow ask QUESTION --session {session_id}`"
     if last == "failed":
@@ -149,19 +175,36 @@ async def _resume(graph: ScholarflowGraph, snapshot: StateSnapshot, config: Runn
                          f"is nothing to resume: {ask_again}")
     if last in ("none", "finished"):
         raise InputError(f"session {session_id!r} has no unfinished run to resume; {ask_again}")
+    if (cost := _review(snapshot, APPROVE_COST)) is not None and not approve_cost:
+        return _cost_refused(cost, session_id)  # nothing to run until it is approved
     note(f"resuming {_describe(snapshot)}")
     if last == "review":
-        review = _review(snapshot)
-        assert review is not None
-        answer = await _review_answer(review, session_id)
-        return await _run(graph, Command(resume=answer), config, ctx, session_id, json_output)
-    return await _run(graph, None, config, ctx, session_id, json_output)
+        if cost is not None:
+            answer: Any = {"action": "approve"}
+        else:
+            review = _review(snapshot)
+            assert review is not None
+            answer = await _review_answer(review, session_id)
+        return await _run(graph, Command(resume=answer), config, ctx, session_id, json_output,
+                          approve_cost=approve_cost)
+    return await _run(graph, None, config, ctx, session_id, json_output,
+                      approve_cost=approve_cost)
+
+
+def _cost_refused(cost: dict[str, Any], session_id: str) -> int:
+    """Say what the summary would cost and how to run it; the run waits for the approval."""
+    print(f"error: {safe_text(str(cost.get('estimate') or 'this summary needs approval'))} "
+          f"({safe_text('; '.join(map(str, cost.get('over') or [])))}); to run it: "
+          f"`scholarflow resume {session_id} --approve-cost` (or ask again with "
+          "--approve-cost)", file=sys.stderr)
+    return EXIT_BAD_INPUT
 
 
 async def _run(graph: ScholarflowGraph, request: InputState | Command[Any] | None,
-               config: RunnableConfig, ctx: Context, session_id: str, json_output: bool) -> int:
-    """Stream the run to the renderer, answering plan reviews as they come; `request` None
-    continues the thread's run. The exit code."""
+               config: RunnableConfig, ctx: Context, session_id: str, json_output: bool, *,
+               approve_cost: bool = False) -> int:
+    """Stream the run to the renderer, answering plan reviews as they come, and a cost
+    approval when `approve_cost`; `request` None continues the thread's run. The exit code."""
     renderer: Renderer = JsonRenderer() if json_output else TerminalRenderer()
     while True:
         try:
@@ -175,6 +218,11 @@ async def _run(graph: ScholarflowGraph, request: InputState | Command[Any] | Non
             bad = isinstance(exc, InputError | ConfigurationError)
             return EXIT_BAD_INPUT if bad else EXIT_RUN_FAILED
         snapshot = await graph.aget_state(config)
+        if (cost := _review(snapshot, APPROVE_COST)) is not None:
+            if not approve_cost:
+                return _cost_refused(cost, session_id)
+            request = Command(resume={"action": "approve"})
+            continue
         review = _review(snapshot)
         if review is None:
             break

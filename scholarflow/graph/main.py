@@ -18,6 +18,7 @@ from scholarflow.llm.calls import LLM_RETRY
 from scholarflow.nodes.answer import answer_generation
 from scholarflow.nodes.answer_passages import evidence_selection, route_after_evidence
 from scholarflow.nodes.chat import simple_interaction
+from scholarflow.nodes.cost_check import cost_check
 from scholarflow.nodes.errors import handle_node_error
 from scholarflow.nodes.guard import guarded
 from scholarflow.nodes.intent import (
@@ -66,6 +67,8 @@ def build_graph(
                      **handled)
     builder.add_node("strategy_selection", guarded("strategy_selection", strategy_selection),
                      **handled)
+    # multi_doc_summary: the estimate first; past the context's limits, a person approves.
+    builder.add_node("cost_check", guarded("cost_check", cost_check), **handled)
     builder.add_node("document_summary", build_summary_graph(context_schema), **handled)
     builder.add_node("sub_question_generation",
                      guarded("sub_question_generation", sub_question_generation),
@@ -92,6 +95,7 @@ def build_graph(
     builder.add_conditional_edges("document_check", route_after_document_check)
     builder.add_conditional_edges("intent_recognition", route_after_intent)
     builder.add_conditional_edges("strategy_selection", route_after_strategy)
+    builder.add_edge("cost_check", "document_summary")
     builder.add_edge("document_summary", "answer_generation")
     builder.add_edge("sub_question_generation", "plan_generation")
     builder.add_conditional_edges("plan_generation", route_after_plan)

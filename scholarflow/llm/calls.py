@@ -44,10 +44,12 @@ from scholarflow.errors import (
     RetryableLLMError,
 )
 from scholarflow.events import Thinking
+from scholarflow.llm import rates
 from scholarflow.llm.budget import answer_reserve
 from scholarflow.llm.errors import translate_api_error as translate_api_error  # re-exported
 from scholarflow.llm.errors import translate_error
 from scholarflow.llm.limiter import LLMLimiter as LLMLimiter  # re-exported
+from scholarflow.llm.limiter import Slot
 from scholarflow.llm.model import chat_model as chat_model  # re-exported
 from scholarflow.llm.model import endpoint_key
 from scholarflow.llm.prompt_guard import check_prompt
@@ -207,12 +209,25 @@ async def stream(
             else:
                 async for _ in call.pieces():
                     pass
+        _measure(ctx, call, slot, prompt_tokens)
     return LLMResult(
         text=call.text,
         usage=_usage(node, ctx, call, started),
         reasoning="".join(call.reasoning),
         message_id=message_id,
     )
+
+
+def _measure(ctx: Context, call: _StreamCall, slot: Slot, prompt_tokens: int) -> None:
+    """Add the call's speed to its endpoint's record (llm/rates.py), on the limiter's
+    clock, which stands still while the event loop runs late."""
+    if slot.first_token_at is None:
+        return
+    reply = count_tokens(call.text + "".join(call.reasoning))
+    rates.record(endpoint_key(ctx), rates.Sample(
+        prompt_tokens=prompt_tokens, reading_seconds=slot.first_token_at - slot.started,
+        reply_tokens=reply, writing_seconds=slot.clock() - slot.first_token_at,
+        alone=slot.load == 1))
 
 
 class _Unanswered(Exception):

@@ -18,7 +18,8 @@ import re
 from scholarflow.context import Context
 from scholarflow.llm.budget import cap_tokens
 from scholarflow.nodes.intent import TITLE_TOKENS
-from scholarflow.nodes.recall_scope import DIRECT_KB, recall_params, recall_scope, retriever_for
+from scholarflow.nodes.recall_scope import DIRECT_KB, recall_scope, retriever_for
+from scholarflow.retrieval.access import recall_params
 from scholarflow.retrieval.index.tokenize import query_terms
 from scholarflow.retrieval.kb import RecalledChunk, best_per_chunk
 from scholarflow.state import State

@@ -208,10 +208,10 @@ async def strategy_selection(state: State, runtime: Runtime[Context]) -> dict[st
 
 def route_after_strategy(
     state: State,
-) -> Literal["answer_generation", "document_summary", "sub_question_generation"]:
+) -> Literal["answer_generation", "cost_check", "sub_question_generation"]:
     strategy = state.get("strategy")
     if strategy == "full_content":
         return "answer_generation"
-    if strategy == "multi_doc_summary":
-        return "document_summary"
+    if strategy == "multi_doc_summary":  # its cost grows with the documents: estimated first
+        return "cost_check"
     return "sub_question_generation"

@@ -50,18 +50,13 @@ from scholarflow.nodes.common import history_text
 from scholarflow.nodes.errors import user_message
 from scholarflow.nodes.intent import SUMMARY_INTENTS, TITLE_TOKENS
 from scholarflow.nodes.options import Options, insufficient_option, split_options
-from scholarflow.nodes.recall_scope import (
-    DIRECT_KB,
-    prepare_recall,
-    recall_params,
-    recall_scope,
-    retriever_for,
-)
+from scholarflow.nodes.recall_scope import DIRECT_KB, prepare_recall, recall_scope, retriever_for
 from scholarflow.prompts import (
     KEY_CHUNK_QUERIES,
     PLAN_FEEDBACK_PROMPT,
     SUB_QUESTION_GENERATION_PROMPT,
 )
+from scholarflow.retrieval.access import recall_params
 from scholarflow.retrieval.kb import RecalledChunk, best_per_chunk
 from scholarflow.state import (
     DocumentInfo,

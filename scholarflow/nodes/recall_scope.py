@@ -19,9 +19,9 @@ from pathlib import Path
 
 from scholarflow.context import Context
 from scholarflow.ingest.documents import document_from_text
-from scholarflow.retrieval.index import DEFAULT_KB as DEFAULT_KB  # re-exported: nodes/request.py
-from scholarflow.retrieval.kb import KnowledgeBase, RecallParams, Retriever
-from scholarflow.retrieval.references import asks_about_references
+from scholarflow.retrieval.access import open_kb
+from scholarflow.retrieval.index import DEFAULT_KB
+from scholarflow.retrieval.kb import KnowledgeBase, Retriever
 from scholarflow.settings import Settings, get_settings
 from scholarflow.state import DocumentInfo, State
 
@@ -32,21 +32,6 @@ RECALL_API_ENV = Settings.recall_api_url.env
 SCRATCH_MAX_BYTES = 256 * 1024 * 1024
 # Disk per byte of text indexed (text, chunks, terms, vectors), rounded up.
 _DISK_PER_TEXT_BYTE = 6
-
-
-async def open_kb(
-    name: str, *, create: bool = False, ctx: Context | None = None
-) -> KnowledgeBase:
-    """The knowledge base called `name` (KnowledgeBaseNotFoundError when there is none).
-
-    Knowledge bases stay open in the process's RecallToolCache; `ctx` sizes it
-    (`recall_tool_cache_size`), closing the least recently used beyond that.
-    """
-    from scholarflow.retrieval.kb_registry import limit_open, open_knowledge_base
-
-    if ctx is not None:
-        await limit_open(ctx.recall_tool_cache_size)
-    return await open_knowledge_base(name, create=create)
 
 
 async def prepare_recall(state: State) -> None:
@@ -126,15 +111,6 @@ def recall_scope(
     if kb:
         return kb, stored, direct
     return (DEFAULT_KB if stored else None), stored, direct
-
-
-def recall_params(ctx: Context, queries: Sequence[str], *,
-                  top_n: int | None = None) -> RecallParams:
-    """The run's recall settings for `queries`: reference lists only when one asks for them."""
-    return RecallParams(top_n=top_n or ctx.top_n, similarity_threshold=ctx.similarity_threshold,
-                        vector_similarity_weight=ctx.vector_similarity_weight,
-                        use_rerank=ctx.use_rerank,
-                        include_references=any(map(asks_about_references, queries)))
 
 
 async def retriever_for(kb: str, doc_id: str | None, ctx: Context) -> Retriever:

@@ -24,8 +24,9 @@ from scholarflow.llm.budget import answer_reserve, check_budget, system_reserve,
 from scholarflow.llm.window import probe_window
 from scholarflow.nodes.errors import failure_update
 from scholarflow.nodes.guard import scrubbed
-from scholarflow.nodes.recall_scope import DEFAULT_KB, open_kb
 from scholarflow.request_schema import check_request_values
+from scholarflow.retrieval.access import open_kb
+from scholarflow.retrieval.index import DEFAULT_KB
 from scholarflow.retrieval.index.tokenize import has_words
 from scholarflow.retrieval.kb import DocumentNotFoundError
 from scholarflow.sessions.conversation import (

@@ -29,8 +29,9 @@ from scholarflow.llm.budget import (
     window_words,
 )
 from scholarflow.llm.empty_answer import require_text
-from scholarflow.nodes.recall_scope import key_chunks_text, open_kb
+from scholarflow.nodes.recall_scope import key_chunks_text
 from scholarflow.prompts import DOCUMENT_CONDENSED_SUMMARY_PROMPT
+from scholarflow.retrieval.access import open_kb
 from scholarflow.retrieval.index import DEFAULT_KB
 from scholarflow.state import DocSummary, DocSummaryTask, DocumentInfo, LLMUsage, merge_summaries
 from scholarflow.storage.cache_registry import summary_cache
@@ -88,9 +89,25 @@ def summary_words(ctx: Context) -> int:
     return max(SUMMARY_MIN_WORDS, min(SUMMARY_MAX_WORDS, fitting))
 
 
-async def load_cached_summaries(state: SummaryState, runtime: Runtime[Context]) -> dict[str, Any]:
-    ctx = get_context(runtime)
-    documents = state["documents"]
+def material_limit(ctx: Context, title: str) -> int:
+    """The tokens of a document a summary prompt can hold: a larger document is
+    summarised from its key recalled chunks, up to this many."""
+    return (prompt_budget(ctx) - _PROMPT_OVERHEAD_TOKENS
+            - count_tokens(cap_tokens(title, TITLE_TOKENS)) - MESSAGE_OVERHEAD_TOKENS)
+
+
+def summary_call_tokens(ctx: Context, title: str, tokens: int) -> tuple[int, int]:
+    """(prompt, reply bound) of the call that summarises a document of `tokens` tokens:
+    what summarize_document sends, counted without reading the document."""
+    material = min(tokens, max(material_limit(ctx, title), 0))
+    prompt = (_PROMPT_OVERHEAD_TOKENS + count_tokens(cap_tokens(title, TITLE_TOKENS))
+              + MESSAGE_OVERHEAD_TOKENS + material)
+    return prompt, summary_words(ctx) * TOKENS_PER_WORD_BOUND
+
+
+async def cached_summaries(ctx: Context, documents: list[DocumentInfo]) -> dict[str, DocSummary]:
+    """The documents' summaries the cache has, by doc_id (none when the context asks to
+    refresh them)."""
     hits: dict[str, DocSummary] = {}
     if not ctx.refresh_summary_cache:
         keys = {summary_cache_key(d["doc_id"], d["content_hash"]): d for d in documents}
@@ -101,6 +118,13 @@ async def load_cached_summaries(state: SummaryState, runtime: Runtime[Context]) 
                 doc_id=doc["doc_id"], title=doc["title"], summary=summary,
                 tokens=count_tokens(summary), cached=True,
             )
+    return hits
+
+
+async def load_cached_summaries(state: SummaryState, runtime: Runtime[Context]) -> dict[str, Any]:
+    ctx = get_context(runtime)
+    documents = state["documents"]
+    hits = await cached_summaries(ctx, documents)
     emit("doc_summary_init", total=len(documents), cached=len(hits),
          to_generate=len(documents) - len(hits), refresh=ctx.refresh_summary_cache)
     for hit in hits.values():
@@ -138,8 +162,7 @@ async def summarize_document(task: DocSummaryTask, runtime: Runtime[Context]) ->
     ctx = get_context(runtime)
     doc_id, title = task["doc_id"], task["title"]
     shown_title = cap_tokens(title, TITLE_TOKENS)  # a title is a line, not a document
-    limit = (prompt_budget(ctx) - _PROMPT_OVERHEAD_TOKENS - count_tokens(shown_title)
-             - MESSAGE_OVERHEAD_TOKENS)
+    limit = material_limit(ctx, title)
     if limit < MIN_MATERIAL_TOKENS:
         raise ConfigurationError(
             f"{window_words(ctx)} leaves {max(limit, 0)} tokens to "

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import httpx
 import pytest
 
-from tests.conftest import EXAMPLES, INTENT_RULE
+from tests.conftest import EXAMPLES, INTENT_RULE, SUMMARY_RULE
 from tests.support.langgraph_dev import (
     GRAPH_ID,
     LANGGRAPH,
@@ -614,6 +614,47 @@ async def test_review_plan_pauses_after_planning_and_resumes_on_approval(
     assert {n for n, _, _ in resumed.tokens} == {"answer_generation"}, resumed.tokens
     assert (await client.threads.get(thread_id))["status"] == "idle"
     assert await conversation(client, thread_id) == [("human", question), ("ai", answer)]
+
+
+async def test_a_summary_past_the_cost_limit_waits_for_approval(
+    client: LangGraphClient, fake: Fake
+) -> None:
+    """Expected: paused in cost_check with the estimate, no summary sent; approved, it
+    answers; declined on another thread, the run ends in error with the message."""
+    await script(fake, rules=[
+        {"match": SUMMARY_RULE, "reply": "One paper's summary."},
+        {"match": "summarise a set of academic documents", "reply": "Both papers agree."},
+    ])
+    question = "Summarize these papers"
+    request = {"messages": [human(question)], "mode_type": "LITERATURE_SUMMARY",
+               "document_contents": {"sparse": _paper(), "rag": _paper("en_retrieval_qa.md")}}
+    limits = {"approval_documents": 1}
+    thread_id, declined_id = await new_thread(client), await new_thread(client)
+    paused = await stream(client, thread_id, input=request, context=limits)
+    assert not paused.failures(), paused.failures()
+    assert (await client.threads.get(thread_id))["status"] == "interrupted"
+    state = cast(dict[str, Any], await client.threads.get_state(thread_id))
+    (shown,) = [i["value"] for task in state.get("tasks") or []
+                for i in task.get("interrupts") or []]
+    assert (shown["type"], shown["documents"], shown["llm_calls"]) == ("approve_cost", 2, 3)
+    assert shown["estimate"].startswith("this summary would send 2 documents"), shown
+    assert not await requests_naming(fake, SUMMARY_RULE)
+
+    resumed = await stream(client, thread_id, command={"resume": {"action": "approve"}},
+                           context=limits)
+    assert not resumed.failures(), resumed.failures()
+    assert resumed.values["answer"] == "Both papers agree."
+    assert len(await requests_naming(fake, SUMMARY_RULE)) == 2
+
+    # Other ids: the summaries cached by the approved run would cost nothing.
+    request["document_contents"] = {"sparse-2": _paper(), "rag-2": _paper("en_retrieval_qa.md")}
+    await stream(client, declined_id, input=request, context=limits)
+    declined = await stream(client, declined_id, command={"resume": "decline"}, context=limits)
+    errors = [e for e in declined.custom if e.get("type") == "error"]
+    assert [e["message"].split(" (")[0] for e in errors] == [
+        "the summary was not run: its cost was declined"], declined.custom
+    assert await run_status(client, declined_id, declined.run_id) == "error"
+    assert len(await requests_naming(fake, SUMMARY_RULE)) == 2  # nothing more was sent
 
 
 # --- load ----------------------------------------------------------------------------------------

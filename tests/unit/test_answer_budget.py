@@ -50,7 +50,7 @@ async def test_many_summaries_report_per_group_then_merge(fake_llm: FakeOpenAISe
         {"match": "intermediate reports", "reply": "MERGED ANSWER"},
     ])
     ctx = Context(max_context_tokens=12_000, reserved_answer_tokens=2_000,
-                  system_tokens_estimate=500)
+                  system_tokens_estimate=500, approval_documents=None)
     docs = {f"d{i}": f"# Paper {i}\n\n" + "text " * 200 for i in range(30)}
     out, events = await run_graph({"query": "Summarize these papers", "document_contents": docs},
                                   ctx)

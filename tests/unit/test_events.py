@@ -41,8 +41,8 @@ async def test_node_complete_from_every_node_on_the_path(fake_llm: FakeOpenAISer
     _, events = await run_graph({"query": "Summarize these papers",
                                  "document_contents": {"a": "# A\n\nx", "b": "# B\n\ny"}})
     done = _completed(events)
-    assert done[:4] == ["request_init", "document_check", "intent_recognition",
-                        "strategy_selection"]
+    assert done[:5] == ["request_init", "document_check", "intent_recognition",
+                        "strategy_selection", "cost_check"]
     assert done.count("summarize_document") == 2
     assert done[-3:] == ["document_summary", "answer_generation", "session_save"]
 

@@ -65,7 +65,7 @@ async def test_limiter_capacity_can_grow_and_shrink() -> None:
 async def test_graph_fan_out_holds_the_process_wide_cap(fake_llm: FakeOpenAIServer) -> None:
     fake_llm.configure(latency=0.05)
     docs = {f"d{i}": f"# Paper {i}\n\nResult {i}: accuracy {i}.{i}%." for i in range(24)}
-    ctx = Context(max_concurrent_llm_calls=4)
+    ctx = Context(max_concurrent_llm_calls=4, approval_documents=None)
     out, _ = await run_graph({"query": "Summarize these papers", "document_contents": docs}, ctx)
     assert out["strategy"] == "multi_doc_summary" and not out["error"]
     assert fake_llm.stats().max_in_flight == 4

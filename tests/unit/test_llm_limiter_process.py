@@ -59,7 +59,7 @@ async def test_graph_limit_drops_after_429s_and_recovers(fake_llm: FakeOpenAISer
     fake_llm.configure(latency=0.05, fail_first_n=3)
     docs = {f"d{i}": f"# Paper {i}\n\nResult {i}: accuracy {i}.{i}%." for i in range(24)}
     out, events = await run_graph({"query": "Summarize these papers", "document_contents": docs},
-                                  Context(max_concurrent_llm_calls=4))
+                                  Context(max_concurrent_llm_calls=4, approval_documents=None))
     lim = llm.limiter()
     assert out["strategy"] == "multi_doc_summary" and not out["error"]
     assert sum(e["type"] == "doc_summary_complete" for e in events) == 24
@@ -76,7 +76,7 @@ async def test_graph_under_a_concurrency_rate_limit_backs_off_and_finishes(
     fake_llm.configure(latency=0.05, rate_limit_in_flight=3, fault_latency=0)
     docs = {f"d{i}": f"# Paper {i}\n\nFinding {i}: recall {i}.{i}%." for i in range(30)}
     out, events = await run_graph({"query": "Summarize these papers", "document_contents": docs},
-                                  Context(max_concurrent_llm_calls=6))
+                                  Context(max_concurrent_llm_calls=6, approval_documents=None))
     lim = llm.limiter()
     stats = fake_llm.stats()
     assert not out["error"] and out["answer"]

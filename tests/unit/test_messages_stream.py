@@ -151,7 +151,7 @@ async def test_multi_doc_summary_hides_summaries_and_partial_reports(
         {"match": "intermediate reports", "reply": "The merged review of thirty papers."},
     ])
     ctx = Context(max_context_tokens=12_000, reserved_answer_tokens=2_000,
-                  system_tokens_estimate=500)
+                  system_tokens_estimate=500, approval_documents=None)
     docs = {f"d{i}": f"# Paper {i}\n\n" + "text " * 200 for i in range(30)}
     run = await stream({"query": "Summarize these papers", "document_contents": docs}, ctx)
     assert run.state["strategy"] == "multi_doc_summary"

@@ -21,7 +21,7 @@ def _context() -> Context:
     """30 summaries of ~1000 tokens in this window: several partial reports, then one merge.
     (Built in the test: Context reads the environment, which fake_llm sets.)"""
     return Context(max_context_tokens=12_000, reserved_answer_tokens=2_000,
-                   system_tokens_estimate=500)
+                   system_tokens_estimate=500, approval_documents=None)
 
 
 def _rules(*report_faults: dict[str, Any]) -> list[dict[str, Any]]:

@@ -11,7 +11,8 @@ import pytest
 
 from scholarflow.ingest.documents import document_from_text
 from scholarflow.ingest.pipeline import add_document
-from scholarflow.nodes.recall_scope import DEFAULT_KB, recall_scope
+from scholarflow.nodes.recall_scope import recall_scope
+from scholarflow.retrieval.index import DEFAULT_KB
 from scholarflow.retrieval.kb import KnowledgeBase
 from scholarflow.retrieval.kb_registry import open_knowledge_base
 from scholarflow.state import DocumentInfo

@@ -211,7 +211,7 @@ class TestTinyContexts:
             {"match": MERGE_RULE, "reply": "MERGED"},
         ])
         ctx = Context(max_context_tokens=3000, reserved_answer_tokens=500,
-                      system_tokens_estimate=300)
+                      system_tokens_estimate=300, approval_documents=None)
         docs = {f"d{i}": f"# Paper {i}\n\n" + f"Paper {i} studies topic {i}. " * 40
                 for i in range(50)}
         out, _ = await run_graph({"query": "Summarize these papers",

@@ -267,10 +267,11 @@ def test_names_are_printed_escaped(raw: str, shown: str) -> None:
 async def test_scratch_index_is_emptied_before_it_outgrows_its_bound(
         fake_llm: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch) -> None:
     from scholarflow.nodes import recall_scope as recall
+    from scholarflow.retrieval.access import open_kb
 
     first, second = PAPER.read_text(encoding="utf-8"), (EXAMPLES / "en_retrieval_qa.md").read_text(
         encoding="utf-8")
-    scratch = await recall.open_kb(recall.DIRECT_KB, create=True)
+    scratch = await open_kb(recall.DIRECT_KB, create=True)
     await recall.index_direct_documents(scratch, {"first": first})
     from scholarflow.nodes.recall_scope import _folder_bytes
 
@@ -279,7 +280,7 @@ async def test_scratch_index_is_emptied_before_it_outgrows_its_bound(
     await recall.index_direct_documents(scratch, {"first": first})  # there: nothing to add
     assert [d.doc_id for d in await scratch.documents()] == ["first"]
     await recall.index_direct_documents(scratch, {"second": second})  # would outgrow it
-    kept = await (await recall.open_kb(recall.DIRECT_KB)).documents()
+    kept = await (await open_kb(recall.DIRECT_KB)).documents()
     assert [d.doc_id for d in kept] == ["second"]
 
 
