@@ -42,9 +42,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from recall_common import _machine_line
-from recall_quality import (
+# The checkout: `bench.*` and tests/support import from it, wherever this runs from.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.common import machine_line
+from bench.recall_quality import (
     CACHE,
     EVAL_SET,
     QUALITY_KB,
@@ -178,20 +179,38 @@ def count(text: str) -> int:
     return count_tokens(text)
 
 
+def answer_system(question: str, material: str) -> str:
+    """The question-answering prompt (LITERATURE_QA_PROMPT) around `material`."""
+    from scholarflow.language import answer_language
+    from scholarflow.prompts import LITERATURE_QA_PROMPT
+
+    (var,) = LITERATURE_QA_PROMPT.variables - {"language"}
+    return LITERATURE_QA_PROMPT.format(language=answer_language(question), **{var: material})
+
+
+def passage_room(ctx: Any, question: str) -> int:
+    """Tokens the passages may take in a first question's answer prompt, counted as the
+    answer node counts them: the prompt budget less the prompt without its material, the
+    question's turn, one message's overhead and the passages' wrapper."""
+    from scholarflow.llm.budget import prompt_budget
+    from scholarflow.nodes.common import question_turn
+    from scholarflow.prompts import CITED_MATERIAL_PROMPT
+    from scholarflow.tokens import MESSAGE_OVERHEAD_TOKENS, count_message_tokens
+
+    turns = [answer_system(question, ""), question_turn(question)]
+    return (prompt_budget(ctx) - count_message_tokens(turns) - MESSAGE_OVERHEAD_TOKENS
+            - count(CITED_MATERIAL_PROMPT.format(chunks="")))
+
+
 def prepare(data: dict[str, Any]) -> dict[str, list[Question]]:
     from scholarflow.context import Context
-    from scholarflow.intents import Intent
-    from scholarflow.nodes.answer import DIRECT_PROMPTS, _Answerer
-    from scholarflow.state import State
 
-    template = DIRECT_PROMPTS[Intent.LITERATURE_QA]
     out = {scope: [Question(q, scope) for q in data.values()] for scope in SCOPES}
     for window, (size, reserve) in WINDOWS.items():
         ctx = Context(max_context_tokens=size, reserved_answer_tokens=reserve)
         for scope in SCOPES:
             for q in out[scope]:
-                answerer = _Answerer(ctx, State(question=q.query), True)  # type: ignore[typeddict-item]
-                q.rooms[window] = answerer.passage_room(template)
+                q.rooms[window] = passage_room(ctx, q.query)
     return out
 
 
@@ -241,20 +260,12 @@ def measure(questions: list[Question], window: str, rule: Any | None, *,
 
 def prompt_tokens(q: Question, window: str, kept: list[Any]) -> int:
     """The whole answer prompt's tokens: the system prompt with the passages, the question."""
-    from scholarflow.context import Context
-    from scholarflow.intents import Intent
-    from scholarflow.nodes.answer import DIRECT_PROMPTS, _Answerer
     from scholarflow.nodes.citations import format_chunks
     from scholarflow.prompts import CITED_MATERIAL_PROMPT
-    from scholarflow.state import State
     from scholarflow.tokens import count_message_tokens
 
-    size, reserve = WINDOWS[window]
-    answerer = _Answerer(Context(max_context_tokens=size, reserved_answer_tokens=reserve),
-                         State(question=q.query), True)  # type: ignore[typeddict-item]
     material = CITED_MATERIAL_PROMPT.format(chunks=format_chunks(kept))
-    system = answerer.fill(DIRECT_PROMPTS[Intent.LITERATURE_QA], material)
-    return count_message_tokens([system, q.query])
+    return count_message_tokens([answer_system(q.query, material), q.query])
 
 
 def _p90(values: list[int]) -> int:
@@ -359,7 +370,7 @@ async def main() -> None:
     hybrid = replace(DEFAULT_RULE, common_passages=20, common_floor=0.5, dense=True)
     await report(prepared, {"recall rule": recall_only, "evidence": DEFAULT_RULE,
                             "hybrid": hybrid})
-    _machine_line()
+    machine_line()
 
 
 if __name__ == "__main__":
