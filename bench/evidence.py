@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/evidence.py                    # the evaluation set, ~1-2 min warm
     .venv/bin/python bench/evidence.py --set tune --grid  # choose the parameters (tune set)
-    .venv/bin/python bench/evidence.py --refresh          # recall again (after index changes)
+    .venv/bin/python bench/evidence.py --refresh          # recall again (after recall changes)
 
 For each labelled question of tests/data/recall_{eval,tune}.jsonl, the
 recall the graph runs, without an LLM: the question with its hand
@@ -13,9 +13,10 @@ Two scopes:
 * "its document": the question asked about the one document that answers it
   (one step, searched within that document);
 * "all 14": asked about the whole knowledge base (4 example papers + 10 d2l
-  sections), so the question is also aimed at each document on its own, as
-  the graph does for up to MAX_LISTED_DOCUMENTS documents (the issue's "four
-  short papers put 37 of their 47 chunks into the answer prompt").
+  sections). Up to MAX_LISTED_DOCUMENTS documents the graph aims the question at
+  each document on its own; over more, a library, it searches everything first
+  and aims the question inside the best candidate documents of that search
+  (`candidate_documents`), as here.
 
 Then, at windows of 8k, 32k and 128k tokens, the passages that enter the
 answer prompt today (every recalled chunk, best first, while it fits) and
@@ -60,10 +61,11 @@ from bench.recall_quality import (
 WINDOWS = {"8k": (8_192, 2_000), "32k": (32_768, 8_000), "128k": (128_000, 8_000)}
 SCOPES = ("its document", "all 14")
 # Code whose change changes what recall returns: part of the recall cache's key.
-_RECALL_CODE = ["scholarflow/nodes/recall.py", "scholarflow/retrieval/kb.py",
+_RECALL_CODE = ["bench/evidence.py", "scholarflow/nodes/recall.py",
+                "scholarflow/nodes/candidates.py", "scholarflow/retrieval/kb.py",
                 "scholarflow/nodes/recall_scope.py", "scholarflow/context.py",
                 *sorted(str(p.relative_to(ROOT)) for p in
-                        (ROOT / "scholarflow" / "tools" / "index").rglob("*.py"))]
+                        (ROOT / "scholarflow" / "retrieval" / "index").rglob("*.py"))]
 
 
 def _flat(text: str) -> str:
@@ -75,16 +77,29 @@ async def _recall(kb: Any, q: dict[str, Any], documents: list[Any]) -> dict[str,
     from types import SimpleNamespace
 
     from scholarflow.context import Context
-    from scholarflow.nodes.recall import build_plan, recall_questions, recall_step
+    from scholarflow.nodes.candidates import candidate_documents
+    from scholarflow.nodes.recall import (
+        MAX_LISTED_DOCUMENTS,
+        build_plan,
+        recall_questions,
+        recall_step,
+    )
+    from scholarflow.nodes.recall_scope import recall_params
     from scholarflow.state import DocumentInfo, RecallStepTask, SubQuestion
 
+    ctx = Context()
     infos = [DocumentInfo(doc_id=d.doc_id, title=d.title, tokens=d.tokens,
                           content_hash=d.content_hash) for d in documents]
+    candidates: list[str] = []
+    if len(documents) > MAX_LISTED_DOCUMENTS:  # a library: the graph searches first
+        hits = await kb.search(q["query"], doc_ids=None, params=recall_params(ctx, [q["query"]]))
+        candidates = candidate_documents(hits)
     planned = [SubQuestion(question=q["query"], translation=q["translation"], doc_id=None)]
-    questions, _ = recall_questions(planned, q["query"], infos, "LITERATURE_QA")
+    questions, _ = recall_questions(planned, q["query"], infos, "LITERATURE_QA",
+                                    candidates=candidates)
     plan = build_plan(questions)
     doc_ids = [d.doc_id for d in documents] if len(documents) == 1 else []
-    runtime = SimpleNamespace(context=Context())
+    runtime = SimpleNamespace(context=ctx)
     recalled: list[Any] = []
     for step in plan:
         task = RecallStepTask(step=step, kb=kb.name, doc_ids=doc_ids, direct_doc_ids=[])
