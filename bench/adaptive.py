@@ -43,9 +43,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fanout import SUMMARY_QUERY, ServerProcess, make_documents, summary_run
-from fanout_server import scripted_environment
+# The checkout: `bench.*` and tests/support import from it, wherever this runs from.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.fanout import SUMMARY_QUERY, ServerProcess, make_documents, summary_run
+from bench.fanout_server import scripted_environment
 
 FAULTS = ("every3rd", "inflight", "inflight-small")
 

@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-# The scripted server is test support (tests/support/): importable from the repository root.
+# The checkout: `bench.*` and tests/support import from it, wherever this runs from.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 

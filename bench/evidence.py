@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/evidence.py                    # the evaluation set, ~1-2 min warm
     .venv/bin/python bench/evidence.py --set tune --grid  # choose the parameters (tune set)
-    .venv/bin/python bench/evidence.py --refresh          # recall again (after index changes)
+    .venv/bin/python bench/evidence.py --refresh          # recall again (after recall changes)
 
 For each labelled question of tests/data/recall_{eval,tune}.jsonl, the
 recall the graph runs, without an LLM: the question with its hand
@@ -13,9 +13,10 @@ Two scopes:
 * "its document": the question asked about the one document that answers it
   (one step, searched within that document);
 * "all 14": asked about the whole knowledge base (4 example papers + 10 d2l
-  sections), so the question is also aimed at each document on its own, as
-  the graph does for up to MAX_LISTED_DOCUMENTS documents (the issue's "four
-  short papers put 37 of their 47 chunks into the answer prompt").
+  sections). Up to MAX_LISTED_DOCUMENTS documents the graph aims the question at
+  each document on its own; over more, a library, it searches everything first
+  and aims the question inside the best candidate documents of that search
+  (`candidate_documents`), as here.
 
 Then, at windows of 8k, 32k and 128k tokens, the passages that enter the
 answer prompt today (every recalled chunk, best first, while it fits) and
@@ -42,9 +43,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from recall_common import _machine_line
-from recall_quality import (
+# The checkout: `bench.*` and tests/support import from it, wherever this runs from.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.common import machine_line
+from bench.recall_quality import (
     CACHE,
     EVAL_SET,
     QUALITY_KB,
@@ -59,10 +61,11 @@ from recall_quality import (
 WINDOWS = {"8k": (8_192, 2_000), "32k": (32_768, 8_000), "128k": (128_000, 8_000)}
 SCOPES = ("its document", "all 14")
 # Code whose change changes what recall returns: part of the recall cache's key.
-_RECALL_CODE = ["scholarflow/nodes/recall.py", "scholarflow/retrieval/kb.py",
+_RECALL_CODE = ["bench/evidence.py", "scholarflow/nodes/recall.py",
+                "scholarflow/nodes/candidates.py", "scholarflow/retrieval/kb.py",
                 "scholarflow/nodes/recall_scope.py", "scholarflow/context.py",
                 *sorted(str(p.relative_to(ROOT)) for p in
-                        (ROOT / "scholarflow" / "tools" / "index").rglob("*.py"))]
+                        (ROOT / "scholarflow" / "retrieval" / "index").rglob("*.py"))]
 
 
 def _flat(text: str) -> str:
@@ -74,16 +77,29 @@ async def _recall(kb: Any, q: dict[str, Any], documents: list[Any]) -> dict[str,
     from types import SimpleNamespace
 
     from scholarflow.context import Context
-    from scholarflow.nodes.recall import build_plan, recall_questions, recall_step
+    from scholarflow.nodes.candidates import candidate_documents
+    from scholarflow.nodes.recall import (
+        MAX_LISTED_DOCUMENTS,
+        build_plan,
+        recall_questions,
+        recall_step,
+    )
+    from scholarflow.nodes.recall_scope import recall_params
     from scholarflow.state import DocumentInfo, RecallStepTask, SubQuestion
 
+    ctx = Context()
     infos = [DocumentInfo(doc_id=d.doc_id, title=d.title, tokens=d.tokens,
                           content_hash=d.content_hash) for d in documents]
+    candidates: list[str] = []
+    if len(documents) > MAX_LISTED_DOCUMENTS:  # a library: the graph searches first
+        hits = await kb.search(q["query"], doc_ids=None, params=recall_params(ctx, [q["query"]]))
+        candidates = candidate_documents(hits)
     planned = [SubQuestion(question=q["query"], translation=q["translation"], doc_id=None)]
-    questions, _ = recall_questions(planned, q["query"], infos, "LITERATURE_QA")
+    questions, _ = recall_questions(planned, q["query"], infos, "LITERATURE_QA",
+                                    candidates=candidates)
     plan = build_plan(questions)
     doc_ids = [d.doc_id for d in documents] if len(documents) == 1 else []
-    runtime = SimpleNamespace(context=Context())
+    runtime = SimpleNamespace(context=ctx)
     recalled: list[Any] = []
     for step in plan:
         task = RecallStepTask(step=step, kb=kb.name, doc_ids=doc_ids, direct_doc_ids=[])
@@ -178,20 +194,38 @@ def count(text: str) -> int:
     return count_tokens(text)
 
 
+def answer_system(question: str, material: str) -> str:
+    """The question-answering prompt (LITERATURE_QA_PROMPT) around `material`."""
+    from scholarflow.language import answer_language
+    from scholarflow.prompts import LITERATURE_QA_PROMPT
+
+    (var,) = LITERATURE_QA_PROMPT.variables - {"language"}
+    return LITERATURE_QA_PROMPT.format(language=answer_language(question), **{var: material})
+
+
+def passage_room(ctx: Any, question: str) -> int:
+    """Tokens the passages may take in a first question's answer prompt, counted as the
+    answer node counts them: the prompt budget less the prompt without its material, the
+    question's turn, one message's overhead and the passages' wrapper."""
+    from scholarflow.llm.budget import prompt_budget
+    from scholarflow.nodes.common import question_turn
+    from scholarflow.prompts import CITED_MATERIAL_PROMPT
+    from scholarflow.tokens import MESSAGE_OVERHEAD_TOKENS, count_message_tokens
+
+    turns = [answer_system(question, ""), question_turn(question)]
+    return (prompt_budget(ctx) - count_message_tokens(turns) - MESSAGE_OVERHEAD_TOKENS
+            - count(CITED_MATERIAL_PROMPT.format(chunks="")))
+
+
 def prepare(data: dict[str, Any]) -> dict[str, list[Question]]:
     from scholarflow.context import Context
-    from scholarflow.intents import Intent
-    from scholarflow.nodes.answer import DIRECT_PROMPTS, _Answerer
-    from scholarflow.state import State
 
-    template = DIRECT_PROMPTS[Intent.LITERATURE_QA]
     out = {scope: [Question(q, scope) for q in data.values()] for scope in SCOPES}
     for window, (size, reserve) in WINDOWS.items():
         ctx = Context(max_context_tokens=size, reserved_answer_tokens=reserve)
         for scope in SCOPES:
             for q in out[scope]:
-                answerer = _Answerer(ctx, State(question=q.query), True)  # type: ignore[typeddict-item]
-                q.rooms[window] = answerer.passage_room(template)
+                q.rooms[window] = passage_room(ctx, q.query)
     return out
 
 
@@ -241,20 +275,12 @@ def measure(questions: list[Question], window: str, rule: Any | None, *,
 
 def prompt_tokens(q: Question, window: str, kept: list[Any]) -> int:
     """The whole answer prompt's tokens: the system prompt with the passages, the question."""
-    from scholarflow.context import Context
-    from scholarflow.intents import Intent
-    from scholarflow.nodes.answer import DIRECT_PROMPTS, _Answerer
     from scholarflow.nodes.citations import format_chunks
     from scholarflow.prompts import CITED_MATERIAL_PROMPT
-    from scholarflow.state import State
     from scholarflow.tokens import count_message_tokens
 
-    size, reserve = WINDOWS[window]
-    answerer = _Answerer(Context(max_context_tokens=size, reserved_answer_tokens=reserve),
-                         State(question=q.query), True)  # type: ignore[typeddict-item]
     material = CITED_MATERIAL_PROMPT.format(chunks=format_chunks(kept))
-    system = answerer.fill(DIRECT_PROMPTS[Intent.LITERATURE_QA], material)
-    return count_message_tokens([system, q.query])
+    return count_message_tokens([answer_system(q.query, material), q.query])
 
 
 def _p90(values: list[int]) -> int:
@@ -359,7 +385,7 @@ async def main() -> None:
     hybrid = replace(DEFAULT_RULE, common_passages=20, common_floor=0.5, dense=True)
     await report(prepared, {"recall rule": recall_only, "evidence": DEFAULT_RULE,
                             "hybrid": hybrid})
-    _machine_line()
+    machine_line()
 
 
 if __name__ == "__main__":

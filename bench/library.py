@@ -22,10 +22,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from recall_common import Row, _params
-from recall_corpus import SeededEmbedder, synthetic_documents
+# The checkout: `bench.*` and tests/support import from it, wherever this runs from.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.common import Row, default_params
+from bench.recall_corpus import SeededEmbedder, synthetic_documents
 
 
 async def _timed(step: Callable[[], Awaitable[Any]]) -> tuple[float, Any]:
@@ -66,7 +66,7 @@ async def library(args: argparse.Namespace) -> list[Row]:
                         f"SQLite) first 10%: {1e3 * sorted(per_add[:tenth])[tenth // 2]:.0f} ms"
                         f" median, last 10%: {1e3 * sorted(per_add[-tenth:])[tenth // 2]:.0f} "
                         "ms median"))
-        params = _params()
+        params = default_params()
         build, _ = await _timed(lambda: kb.search("warm up", doc_ids=None, params=params))
         rows.append(Row("first search (arrays built from SQLite)", f"{build:.1f} s"))
 

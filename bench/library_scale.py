@@ -35,10 +35,9 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(Path(__file__).parent))
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT))  # the checkout: `bench.*` imports from it
 
-from recall_common import Row, print_table  # noqa: E402
+from bench.common import Row, print_table  # noqa: E402
 
 
 class TimedCachedEmbedder:

@@ -36,10 +36,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fanout import SUMMARY_QUERY, SUMMARY_RULE, ServerProcess, make_documents, summary_run
-from fanout_data import words_reply
-from fanout_server import scripted_environment
+# The checkout: `bench.*` and tests/support import from it, wherever this runs from.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.fanout import (
+    SUMMARY_QUERY,
+    SUMMARY_RULE,
+    ServerProcess,
+    make_documents,
+    summary_run,
+)
+from bench.fanout_data import words_reply
+from bench.fanout_server import scripted_environment
 
 MODES = ("fixed", "adaptive")
 

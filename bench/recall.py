@@ -42,12 +42,12 @@ import sys
 import time
 from pathlib import Path
 
-# The parts are sibling modules. bench/ is sys.path[0] when this runs as a script,
-# but not when tests/unit/test_recall_quality.py loads this file by its path.
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from recall_common import _machine_line, print_table
-from recall_overlap import HEAVY_OVERLAP, is_heavy, overlaps
-from recall_quality import (
+# The checkout: `bench.*` imports from it when this runs as a script, and when
+# tests/unit/test_recall_quality.py loads this file by its path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.common import machine_line, print_table
+from bench.recall_overlap import HEAVY_OVERLAP, is_heavy, overlaps
+from bench.recall_quality import (
     D2L,
     EVAL_SET,
     PAIRS,
@@ -62,7 +62,7 @@ from recall_quality import (
     quality_kb,
     recall_at,
 )
-from recall_speed import _search_probe, speed
+from bench.recall_speed import search_probe, speed
 
 # What tests/unit/test_recall_quality.py uses of this module, besides main().
 __all__ = ["D2L", "EVAL_SET", "HEAVY_OVERLAP", "PAIRS", "QUALITY_KB", "TARGET", "TUNE_SET",
@@ -91,7 +91,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.what == "_search":
         home, queries_file = args.rest
-        asyncio.run(_search_probe(home, json.loads(Path(queries_file).read_text())))
+        asyncio.run(search_probe(home, json.loads(Path(queries_file).read_text())))
         return
     if args.what == "overlap":
         asyncio.run(mark_heavy(write=args.write))
@@ -101,7 +101,7 @@ def main() -> None:
         rows = asyncio.run(speed(args))
         print_table(f"embedded index at {args.docs * args.sections:,} synthetic chunks "
                     f"({time.perf_counter() - started:.0f} s)", rows)
-        _machine_line()
+        machine_line()
     if args.what in ("quality", "all"):
         if args.what == "all":
             print()

@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from scholarflow.retrieval.index.crosslingual import (
-    _EN_FUNCTION_WORDS,
-    _ZH_FUNCTION_WORDS,
-    _segment,
+    EN_FUNCTION_WORDS,
+    ZH_FUNCTION_WORDS,
+    segment,
 )
 from scholarflow.retrieval.index.lexicon import Lexicon, lexicon
 from scholarflow.retrieval.index.tokenize import tokenize
@@ -57,11 +57,11 @@ def content_words(query: str, words: Lexicon) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for term in tokenize(_HAN.sub(" ", plain)):
         # A joined word ("section-aware") is followed by its parts: count the parts only.
-        if not _JOINER.search(term) and term not in _EN_FUNCTION_WORDS | _QUESTION_WORDS:
+        if not _JOINER.search(term) and term not in EN_FUNCTION_WORDS | _QUESTION_WORDS:
             out.append(("en", term))
     for run in _HAN.findall(plain):
-        for word in _segment(run, words.zh_to_en, words.longest_headword):
-            if len(word) > 1 and word not in _ZH_FUNCTION_WORDS:
+        for word in segment(run, words.zh_to_en, words.longest_headword):
+            if len(word) > 1 and word not in ZH_FUNCTION_WORDS:
                 out.append(("zh", word))
     return list(dict.fromkeys(out))
 
@@ -91,23 +91,26 @@ def overlap(query: str, passages: Sequence[str]) -> float:
     return best
 
 
+def flat(text: str) -> str:
+    """Whitespace runs as one space: the sources are hard-wrapped."""
+    return " ".join(text.split())
+
+
 def is_heavy(share: float) -> bool:
     return share <= HEAVY_OVERLAP + 1e-9
 
 
 def supporting_passages(kb_folder: Path, questions: Sequence[dict[str, Any]]) -> list[list[str]]:
     """Per question: its document's chunks (heading and text, as indexed) holding answer_text."""
-    from recall_quality import _flat  # bench/ is on sys.path (see recall.py)
-
     with closing(sqlite3.connect(kb_folder / "index.sqlite")) as conn:
         docs = dict(conn.execute("SELECT title, doc_id FROM documents"))
         chunks = conn.execute("SELECT doc_id, heading, text FROM chunks ORDER BY id").fetchall()
     out = []
     for q in questions:
         doc_id = q.get("doc_id") or docs[q["doc_title"]]
-        needle = _flat(q["answer_text"])
+        needle = flat(q["answer_text"])
         out.append([f"{heading or ''}\n{text}" for d, heading, text in chunks
-                    if d == doc_id and needle in _flat(text)])
+                    if d == doc_id and needle in flat(text)])
     return out
 
 

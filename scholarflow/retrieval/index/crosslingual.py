@@ -43,7 +43,7 @@ _HAN = re.compile(f"[{HAN}]+")
 # Question and function words, not worth translating: they would match
 # most passages of the other language (NLTK's English list beyond the
 # tokenizer's own stopwords; a common Chinese list).
-_EN_FUNCTION_WORDS = frozenset({
+EN_FUNCTION_WORDS = frozenset({
     "about", "above", "after", "again", "against", "all", "am", "any", "because", "before",
     "being", "below", "between", "both", "could", "did", "doing", "down", "during", "each",
     "few", "further", "having", "he", "her", "here", "hers", "him", "his", "i", "just", "many",
@@ -52,7 +52,7 @@ _EN_FUNCTION_WORDS = frozenset({
     "them", "those", "through", "too", "under", "until", "up", "very", "whom", "would",
     "you", "your",
 })
-_ZH_FUNCTION_WORDS = frozenset({
+ZH_FUNCTION_WORDS = frozenset({
     "什么", "多少", "为什么", "怎么", "怎样", "如何", "哪些", "哪个", "哪里", "哪儿", "是否",
     "可以", "能够", "一个", "这个", "那个", "这些", "那些", "时候", "之后", "之前", "以后",
     "以前", "还是", "或者", "而且", "但是", "因为", "所以", "如果", "虽然", "然后", "以及",
@@ -121,9 +121,9 @@ def lexical_query(text: str) -> LexicalQuery:
         # A Chinese (or mixed) question: its Latin words stay, its Chinese words translate.
         found += [Word((t,)) for t in own if not _HAN.match(t)]
         for run in _HAN.findall(plain):
-            for word in _segment(run, words.zh_to_en, words.longest_headword):
+            for word in segment(run, words.zh_to_en, words.longest_headword):
                 senses = words.zh_to_en.get(word, ())
-                if senses and word not in _ZH_FUNCTION_WORDS:
+                if senses and word not in ZH_FUNCTION_WORDS:
                     found.append(Word(None, senses[:CANDIDATES]))
     else:
         latin = list(dict.fromkeys(tokenize(plain)))  # a repeated word counts once, as in `own`
@@ -131,7 +131,7 @@ def lexical_query(text: str) -> LexicalQuery:
         while at < len(latin):
             for size in (3, 2, 1):
                 phrase = tuple(latin[at:at + size])
-                if len(phrase) == size and (size > 1 or phrase[0] not in _EN_FUNCTION_WORDS):
+                if len(phrase) == size and (size > 1 or phrase[0] not in EN_FUNCTION_WORDS):
                     chinese = words.en_to_zh.get(" ".join(phrase), ())
                     if chinese:
                         found.append(Word(phrase, tuple(map(_han_terms, chinese[:CANDIDATES]))))
@@ -145,7 +145,7 @@ def lexical_query(text: str) -> LexicalQuery:
     return LexicalQuery(own, tuple(found))
 
 
-def _segment(run: str, vocabulary: Mapping[str, object], longest: int) -> list[str]:
+def segment(run: str, vocabulary: Mapping[str, object], longest: int) -> list[str]:
     """Forward maximum matching: the longest dictionary word at each position."""
     out: list[str] = []
     at = 0

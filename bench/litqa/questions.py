@@ -1,12 +1,16 @@
-"""LitQA2 for bench/litqa.py: the questions, their PDFs, the key-passage test, the options.
+"""LitQA2's dev questions: their halves, options, PDFs, and how an answer is graded.
 
-A sibling module of bench/litqa.py (split to keep modules under 400 lines).
-The corpus is read from ../shared/corpus/litqa2 (LITQA_CORPUS to move it); it
-is never copied into the repository.
+The corpus is read from LITQA_CORPUS, else ../shared/corpus/litqa2 beside the
+checkout, else /work/shared/corpus/litqa2; it is never copied into the repository.
+
+Halves: a question belongs to the tuning half when the first byte of the sha256
+of its id is even, else to the checking half. Rules, prompts and thresholds are
+chosen on the tuning half; the checking half is the estimate for unseen questions.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
@@ -14,31 +18,35 @@ import re
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
-CORPUS = Path(os.environ.get("LITQA_CORPUS", "/work/shared/corpus/litqa2"))
+REPO = Path(__file__).resolve().parents[2]
 INSUFFICIENT = "Insufficient information to answer this question"
 SHINGLE = 6  # words a shingle
 FOUND_SHARE = 0.5  # a key passage is found when this share of its shingles is in one passage
-SEED = 42  # the options' order: fixed, so runs compare
+SEED = 42  # the options' order: fixed per question id, so runs compare
 
-# PaperQA2 on the same questions and local model (issue 18); None: not measured there.
-PAPERQA2 = {
-    "correct": "0 of 2", "precision": "0.00", "llm_calls": "16", "prompt_tokens": "~26,700",
-    "seconds": "1,260-1,800+",
-}
-# Scholarflow before this work (issue 18): search on the dev split, answers on 12 questions.
-BEFORE = {
-    "paper_first": "38/38", "key_top5": "0.68", "key_top10": "0.76",
-    "correct": "6/12", "insufficient": "1/12", "precision": "0.55", "llm_calls": "2",
-    "prompt_tokens": "~6,400", "seconds": "126-484", "paper_in_sources": "8/12",
-}
+Half = Literal["tune", "check"]
+HALVES: tuple[Half, ...] = ("tune", "check")
+HALF_NAMES = {"tune": "tuning", "check": "checking"}
+
+
+def corpus() -> Path:
+    if os.environ.get("LITQA_CORPUS"):
+        return Path(os.environ["LITQA_CORPUS"])
+    beside = REPO.parent / "shared" / "corpus" / "litqa2"
+    return beside if beside.is_dir() else Path("/work/shared/corpus/litqa2")
+
+
+def half_of(qid: str) -> Half:
+    return "tune" if hashlib.sha256(qid.encode()).digest()[0] % 2 == 0 else "check"
 
 
 @dataclass
 class Question:
     n: int  # 1-based line of questions-dev.jsonl
     qid: str
-    question: str
+    question: str  # the stem
     ideal: str
     distractors: list[str]
     files: list[str]  # PDF file names of its source papers
@@ -46,16 +54,12 @@ class Question:
     options: list[str] = field(default_factory=list)  # shuffled, with INSUFFICIENT
 
     @property
+    def half(self) -> Half:
+        return half_of(self.qid)
+
+    @property
     def letters(self) -> str:
         return "ABCDEFGHIJ"[:len(self.options)]
-
-    @property
-    def ideal_letter(self) -> str:
-        return self.letters[self.options.index(self.ideal)]
-
-    @property
-    def insufficient_letter(self) -> str:
-        return self.letters[self.options.index(INSUFFICIENT)]
 
     def asked(self) -> str:
         """The question as LitQA2 asks it: the stem, then the lettered options."""
@@ -65,12 +69,15 @@ class Question:
 
 
 def pdf_name(doi_url: str) -> str:
+    """The corpus file of a source DOI URL (file name = URL-quoted DOI + .pdf)."""
     doi = re.sub(r"^https?://(?:dx\.)?doi\.org/", "", doi_url)
     return urllib.parse.quote(doi, safe="") + ".pdf"
 
 
-def load_questions(split: str = "dev") -> list[Question]:
-    path = CORPUS / f"questions-{split}.jsonl"
+def load_questions() -> list[Question]:
+    path = corpus() / "questions-dev.jsonl"
+    if not path.is_file():
+        raise SystemExit(f"no LitQA2 questions at {path}: set LITQA_CORPUS to the corpus folder")
     out = []
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
@@ -87,8 +94,12 @@ def load_questions(split: str = "dev") -> list[Question]:
     return out
 
 
-def select(questions: list[Question], spec: str | None, limit: int | None) -> list[Question]:
-    """`spec`: "1,4,7-9" (line numbers of the question file); `limit`: the first N of those."""
+def select(questions: list[Question], half: str, spec: str | None,
+           limit: int | None) -> list[Question]:
+    """`half`: tune, check or all; `spec`: "1,4,7-9" (lines of the question file);
+    `limit`: the first N of what is left."""
+    if half != "all":
+        questions = [q for q in questions if q.half == half]
     if spec:
         wanted: set[int] = set()
         for part in spec.split(","):
@@ -99,8 +110,10 @@ def select(questions: list[Question], spec: str | None, limit: int | None) -> li
 
 
 def pdf_files() -> list[Path]:
-    return sorted((CORPUS / "pdfs").glob("*.pdf"))
+    return sorted((corpus() / "pdfs").glob("*.pdf"))
 
+
+# --- the key passage ------------------------------------------------------------
 
 _WORD = re.compile(r"\w+")
 
@@ -117,21 +130,18 @@ def shingles(text: str) -> set[tuple[str, ...]]:
     return {tuple(w[i:i + SHINGLE]) for i in range(len(w) - SHINGLE + 1)}
 
 
-def share_in(key: set[tuple[str, ...]], passage: str) -> float:
-    """The share of the key passage's shingles that `passage` holds."""
-    return len(key & shingles(passage)) / len(key) if key else 0.0
-
-
 def holds_key(key_passage: str | None, passages: list[str]) -> int | None:
     """1-based rank of the first passage holding >= FOUND_SHARE of the key; None if none."""
     if not key_passage:
         return None
     key = shingles(key_passage)
     for rank, text in enumerate(passages, 1):
-        if share_in(key, text) >= FOUND_SHARE:
+        if key and len(key & shingles(text)) / len(key) >= FOUND_SHARE:
             return rank
     return None
 
+
+# --- grading a multiple-choice answer ---------------------------------------------
 
 # How a model names a letter, most explicit first ("A" alone is also an English word).
 _LETTER_FORMS = (
@@ -139,23 +149,21 @@ _LETTER_FORMS = (
     re.compile(r"(?:^|[\s*])\(?([A-J])\)"),
     re.compile(r"^[\s*(\[]*([A-J])(?:[*)\].:,-]+|\s*$)", re.M),
 )
+_DASHES = re.compile(r"[\u2010-\u2015\u2212]")
 
 
 def _plain(text: str) -> str:
     """Lowercased, with every dash a hyphen: "344–360" in an option is "344-360" typed."""
-    return re.sub(r"[\u2010-\u2015\u2212]", "-", text.lower())
+    return _DASHES.sub("-", text.lower())
 
 
 def chosen_option(answer: str, q: Question) -> str | None:
     """The option the answer picked: the one option its first line names in words, else a
     letter it names, else an option's text; None when it names none. The first line
-    counts most: a model that answers "C) ..." and then
-    discusses the others picked C."""
+    counts most: a model that answers "C) ..." and then discusses the others picked C."""
     text = answer.strip()
     first = text.splitlines()[0] if text else ""
-    # "[B] Asn326" where B is another option: the model's letter slipped, its words did
-    # not; the one option the first line names in words is the pick (counted as such
-    # in the -v log, where the answer is printed).
+    # "[B] Asn326" where B is another option: the letter slipped, the words did not.
     named = [o for o in q.options
              if re.search(rf"(?<!\w){re.escape(_plain(o))}(?!\w)", _plain(first))]
     named = [o for o in named if not any(o != p and o.lower() in p.lower() for p in named)]
@@ -173,14 +181,25 @@ def chosen_option(answer: str, q: Question) -> str | None:
     return None
 
 
-# How an "insufficient" answer came about (nodes/option_pick.py, nodes/evidence.py).
-_ABSTENTIONS = (
-    ("the order changed the choice", "choice changed with the order of the options"),
-    ("the model picked it", "the model found no passage that answers"),
-    ("no passage holds the question's words", "no passage of the documents answers"),
-)
+# --- grading an answer in words ---------------------------------------------------
+
+_CITATION = re.compile(r"\[\s*\d+(?:\s*[,;\u2013-]\s*\d+)*\s*\]")
+_NOT_WORD = re.compile(r"[\W_]+")
 
 
-def abstention(answer: str) -> str | None:
-    """Why an "insufficient" answer was given, by its wording; None for any other."""
-    return next((why for why, words in _ABSTENTIONS if words in answer), None)
+def normalised(text: str) -> str:
+    """Lowercased words separated by one space: dashes, punctuation and citation
+    markers ([3], [1, 2]) ignored, so "344–360" and "344-360" read alike."""
+    return " ".join(_NOT_WORD.sub(" ", _DASHES.sub("-", _CITATION.sub(" ", text.lower())))
+                    .split())
+
+
+def contains_ideal(answer: str, ideal: str) -> bool:
+    """Whether the answer's words hold the ideal answer's words, in order, whole words."""
+    want = normalised(ideal)
+    return bool(want) and f" {want} " in f" {normalised(answer)} "
+
+
+def citations_only(answer: str) -> bool:
+    """An answer of citation markers alone ("[1][4]"), or of nothing."""
+    return not _NOT_WORD.sub("", _CITATION.sub("", answer))

@@ -1,4 +1,4 @@
-"""`bench/litqa_extract.py`: PDF text extraction on LitQA2's dev split, per engine.
+"""`extract`: PDF text extraction on LitQA2's dev split, per engine.
 
 For each engine: how many of the dev split's key passages survive extraction
 intact (all of the passage's 6-word shingles, case and punctuation ignored, are
@@ -9,11 +9,11 @@ Engines: scholarflow's own reading (`extract_pdf`: the configured reader plus
 its layout cleanup), the same cleanup over each other reader, and the raw
 engines (pypdfium2, PyMuPDF, pypdf: their plain text, no cleanup).
 
-    .venv/bin/python bench/litqa_extract.py [--corpus ../shared/corpus/litqa2]
+    .venv/bin/python -m bench.litqa extract [--corpus DIR]
         [--engines scholarflow,pdfium,pymupdf,pypdf] [--json out.json]
 
-bench/litqa.py calls `extract_table(corpus)` as its extraction part. A
-benchmark, not a test: the exit code is 0 whatever the numbers.
+An engine whose package is not installed is skipped (PyMuPDF is an opt-in extra).
+The questions' halves do not apply: extraction has nothing to tune per question.
 """
 
 from __future__ import annotations
@@ -31,11 +31,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # run as a script from anywhere
-    sys.path.insert(0, str(ROOT))
+from bench.litqa.questions import corpus
 
-DEFAULT_CORPUS = ROOT.parent / "shared" / "corpus" / "litqa2"
 SHINGLE = 6
 _WORD = re.compile(r"\w+")
 
@@ -198,8 +195,10 @@ def render(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser = argparse.ArgumentParser(prog="python -m bench.litqa extract",
+                                     description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--corpus", type=Path, default=None,
+                        help="the LitQA2 folder (default: LITQA_CORPUS, else the shared one)")
     parser.add_argument("--engines", default="",
                         help=f"comma-separated, of: {', '.join(engines())}; default all")
     parser.add_argument("--json", type=Path, help="also write the rows here")
@@ -208,7 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = set(names or ()) - set(engines())
     if unknown:
         parser.error(f"unknown engine(s): {', '.join(sorted(unknown))}")
-    rows = extract_table(args.corpus, names)
+    rows = extract_table(args.corpus or corpus(), names)
     print(render(rows))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1), encoding="utf-8")

@@ -1,13 +1,10 @@
-"""What bench/recall.py's speed and quality parts share: the result table, the machine line.
-
-A sibling module of bench/recall.py (split to keep modules under 400 lines);
-bench/ is on sys.path when recall.py runs (see there).
-"""
+"""What the benchmarks share: the result table, the machine line, timing helpers."""
 
 from __future__ import annotations
 
 import os
 import platform
+import resource
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -24,19 +21,28 @@ class Row:
     ok: bool | None = None
 
 
-def _params() -> Any:
+def default_params() -> Any:
+    """Search parameters at the product's defaults (`RecallParams()`)."""
     from scholarflow.retrieval.kb import RecallParams
 
     return RecallParams()
 
 
-async def _timed(awaitable: Any) -> float:
+async def timed(awaitable: Any) -> float:
+    """Seconds `awaitable` took."""
     started = time.perf_counter()
     await awaitable
     return time.perf_counter() - started
 
 
+def cpu_seconds() -> float:
+    """CPU seconds of this process so far (user + system, every thread)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    return own.ru_utime + own.ru_stime
+
+
 def print_table(title: str, rows: Iterable[Row]) -> None:
+    """A Markdown table (metric | value | target | ok?); MISSED lists the targets missed."""
     rows = list(rows)
     print(f"## {title}\n")
     print("| metric | value | target | ok? |")
@@ -50,7 +56,8 @@ def print_table(title: str, rows: Iterable[Row]) -> None:
         print("MISSED: " + "; ".join(missed))
 
 
-def _machine_line() -> None:
+def machine_line() -> None:
+    """The cores, CPU and load the figures were measured with."""
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     cpu = platform.processor() or platform.machine()
     try:
@@ -62,4 +69,3 @@ def _machine_line() -> None:
     print(f"\nmachine: {os.cpu_count()} cores ({cpu}), load average {load}, Python "
           f"{platform.python_version()}, numpy {np.__version__}. One run on a noisy 2-core "
           "machine shared with other work: expect +-20% between runs.")
-
