@@ -339,14 +339,14 @@ def test_option_evidence_quotes_the_sentence_naming_each_option() -> None:
                           "B) residues 31–47\nC) Insufficient information")
     passages: list[Any] = [
         {"text": "Residues 12 and 30 were mutated (Fig. 2). No effect was seen."},
-        {"text": "Binding to the kinase was lost in the mutant (Fig. 6C). A deletion of amino "
+        {"text": "Binding to the kinase was lost in the mutant (Fig. 6C). Removing amino "
                  "acids 31-47 of the linker reduced binding to the kinase (Fig. 6C), as "
                  "predicted."},
     ]
     found = option_evidence(asked, passages)
     assert [(f.letter, f.passage) for f in found] == [("A", None), ("B", 2)]  # not C
     # The sentence sharing most of the question's words, whole: "Fig." ends none.
-    assert found[1].sentence == ("A deletion of amino acids 31-47 of the linker reduced "
+    assert found[1].sentence == ("Removing amino acids 31-47 of the linker reduced "
                                  "binding to the kinase (Fig. 6C), as predicted.")
     # One number is not enough ("2" of "2-fold" is in "Fig. 2"), nor is "No".
     fold = split_options("How much more slowly do mutants grow?\nA) 2-fold\nB) 3-fold\nC) No")
@@ -354,7 +354,7 @@ def test_option_evidence_quotes_the_sentence_naming_each_option() -> None:
                                      "colony was seen."}]
     assert [f.passage for f in option_evidence(fold, sentences)] == [None, 1, None]
     assert format_option_evidence(found) == (
-        '- B) residues 31–47: passage [2] says "A deletion of amino acids 31-47 of the linker '
+        '- B) residues 31–47: passage [2] says "Removing amino acids 31-47 of the linker '
         'reduced binding to the kinase (Fig. 6C), as predicted."')
     # Options the passages paraphrase are named by none: no list at all.
     paraphrased = split_options("How do the diets compare?\nA) The fat diet gives heavier "
