@@ -151,7 +151,7 @@ async def test_a_step_searches_its_translation_and_keeps_the_best_score(
     translation; each chunk keeps the better of its two scores."""
     kb = await open_knowledge_base("lab", create=True)
     await add_document(kb, document_from_text(
-        "# 训练设置\n\n## 超参数\n\n批大小为 32，学习率为 3e-4。\n\n## 数据\n\n"
+        "# 训练设置\n\n## 超参数\n\n批大小（batch）为 32，学习率为 3e-4。\n\n## 数据\n\n"
         "训练数据来自两万篇论文，batch size 按显存选择。", doc_id="zh"))
     await add_document(kb, document_from_text(paper("en_sparse_attention.md"), doc_id="en"))
     searched: list[tuple[str, list[str] | None, dict[str, float]]] = []
@@ -180,10 +180,12 @@ async def test_a_step_searches_its_translation_and_keeps_the_best_score(
     english, chinese = searched[0][2], searched[1][2]
     assert recalled == {c: max(english.get(c, 0.0), chinese.get(c, 0.0))
                         for c in english.keys() | chinese.keys()}
-    # Each chunk's score came from the search that found it better: the translation's for
-    # the chunk in Chinese words only, the question's for the one holding "batch size".
-    assert chinese["zh:00000"] > english.get("zh:00000", 0.0)
-    assert english["zh:00001"] > chinese.get("zh:00001", 0.0)
+    # Both searches found both chunks; each kept the score of the search that found it
+    # better: the translation's (the second) for the one in Chinese words, the question's
+    # for the one holding "batch size".
+    assert english.keys() == chinese.keys() == {"zh:00000", "zh:00001"}
+    assert chinese["zh:00000"] > english["zh:00000"]
+    assert english["zh:00001"] > chinese["zh:00001"]
     assert update["completed_steps"] == [1]
 
 
