@@ -261,7 +261,8 @@ def test_an_ingest_where_every_file_fails_leaves_no_knowledge_base(
 
 
 async def test_a_search_that_finds_nothing_says_why_on_stderr(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+    llm_server: FakeOpenAIServer,
 ) -> None:
     import argparse
 
@@ -269,17 +270,17 @@ async def test_a_search_that_finds_nothing_says_why_on_stderr(
     from scholarflow.ingest.documents import document_from_text
     from scholarflow.ingest.pipeline import add_document
     from scholarflow.retrieval import kb_registry
-    from tests.unit.test_ingest import MemoryKB
+    from tests.conftest import scholarflow_environment
 
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):  # no translation: nothing on stderr
-        monkeypatch.delenv(name, raising=False)
-    kbs = {"empty": MemoryKB(), "lab": MemoryKB()}
-    await add_document(kbs["lab"], document_from_text("# Sparse\n\nSparse attention saves memory."))
-
-    async def open_knowledge_base(name: str, **_: Any) -> MemoryKB:
-        return kbs[name]
-
-    monkeypatch.setattr(kb_registry, "open_knowledge_base", open_knowledge_base)
+    # No LLM key: no translation, nothing on stderr. Embeddings from the scripted server.
+    scholarflow_environment(monkeypatch, SCHOLARFLOW_HOME=str(tmp_path / "home"),
+                            SCHOLARFLOW_EMBEDDING_MODEL="fake-embedding",
+                            SCHOLARFLOW_EMBEDDING_BASE_URL=llm_server.base_url)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    # Two embedded knowledge bases, one of them empty; the command opens them by name.
+    await kb_registry.open_knowledge_base("empty", create=True)
+    lab = await kb_registry.open_knowledge_base("lab", create=True)
+    await add_document(lab, document_from_text("# Sparse\n\nSparse attention saves memory."))
 
     async def search(query: str, kb: str, *docs: str) -> tuple[int, str, str]:
         args = argparse.Namespace(query=query, kb=kb, doc=list(docs), top_n=None,
@@ -290,6 +291,7 @@ async def test_a_search_that_finds_nothing_says_why_on_stderr(
 
     code, out, err = await search("zebra migration", "lab")
     assert (code, out) == (0, "")
+    assert kb_registry.open_stats().size == 0  # the command closed what it opened
     assert err.splitlines() == [
         "note: no chunk scored above similarity_threshold 0.2; try other words"]
     code, out, _err = await search("sparse attention", "lab")

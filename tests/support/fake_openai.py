@@ -13,7 +13,9 @@ prints ``fake-openai listening on http://127.0.0.1:PORT/v1`` when ready, and
 `POST /_admin/config`, `POST /_admin/reset`, `GET /_admin/stats` script it.
 
 A rule is {match (regex), reply or status, times, role, latency (s, this
-rule's own)}. Config keys (`configure` and `/_admin/config`): rules, mode ("echo" or
+rule's own), reasoning (a thought streamed first, in the delta field
+reasoning_field: "reasoning_content" or "reasoning"), cut, logprobs}.
+Config keys (`configure` and `/_admin/config`): rules, mode ("echo" or
 "extractive"), latency (s), fail_every_n, fail_first_n, fail_status,
 rate_limit_in_flight (429 for a call arriving while that many admitted calls
 are in flight; 0: off), fault_latency (s before an injected failure is
@@ -24,7 +26,8 @@ with K parallel slots; 0: no limit), prefill_tokens_per_second (prompt reading
 after the latency, before the first token; 0: none), tokens_per_second (reply
 pacing; 0: the whole reply at once). Stats count `queued`, `max_queued` and
 `queue_wait_seconds`; each entry of `requests` has model, messages, max_tokens
-(max_completion_tokens if sent, else max_tokens) and stream.
+(max_completion_tokens if sent, else max_tokens), max_tokens_field (which of the
+two was sent, or None) and stream.
 """
 
 from __future__ import annotations

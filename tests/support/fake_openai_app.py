@@ -88,6 +88,7 @@ async def sse_events(
     model: str, reply: str, messages: list[Any], include_usage: bool,
     tokens_per_second: float = 0.0, reasoning: str = "", cut: bool = False,
     top_logprobs: int | None = None, logprobs: dict[str, float] | None = None,
+    reasoning_field: str = "reasoning_content",
 ) -> AsyncIterator[str]:
     base: dict[str, Any] = {
         "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
@@ -106,7 +107,7 @@ async def sse_events(
 
     yield event({"role": "assistant", "content": ""})
     for chunk in split_chunks(reasoning) if reasoning else []:
-        yield event({"content": None, "reasoning_content": chunk})
+        yield event({"content": None, reasoning_field: chunk})
     for n, chunk in enumerate(split_chunks(reply)):
         if tokens_per_second > 0:  # the model writes as it goes
             await asyncio.sleep(count_tokens(chunk) / tokens_per_second)
@@ -282,7 +283,7 @@ class ChatEndpoint:
             sse_events(model, reply, messages, include_usage, decision.tokens_per_second,
                        decision.reasoning, decision.cut,
                        int(body.get("top_logprobs") or 0) if body.get("logprobs") else None,
-                       decision.logprobs),
+                       decision.logprobs, decision.reasoning_field),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache"},
         )

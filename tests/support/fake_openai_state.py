@@ -46,6 +46,9 @@ _STOPWORD_TEXT = (
 _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+
+
 class ConfigError(ValueError):
     """A configuration the server cannot use; the admin endpoint answers 400."""
 
@@ -59,8 +62,10 @@ class Rule:
     status: int | None
     latency: float | None = None  # this rule's own delay; None: the server's latency
     # Streamed first as delta.reasoning_content, as DeepSeek's reasoner and vLLM's
-    # reasoning parsers send a model's thought (api-docs.deepseek.com, reasoning_model).
+    # reasoning parsers send a model's thought (api-docs.deepseek.com, reasoning_model),
+    # or in the delta field `reasoning_field` names ("reasoning": Ollama, OpenRouter).
     reasoning: str = ""
+    reasoning_field: str = "reasoning_content"
     # The stream ends after the reply with no finish_reason and no [DONE], as when a
     # server drops a request for a newer one (llama-cpp-python's interrupt_requests).
     cut: bool = False
@@ -74,12 +79,16 @@ class Rule:
         if not isinstance(raw, dict) or "match" not in raw:
             raise ConfigError(f"a rule needs at least 'match': {raw!r}")
         unknown = set(raw) - {"match", "reply", "times", "role", "status", "latency", "reasoning",
-                                 "cut", "logprobs"}
+                                 "reasoning_field", "cut", "logprobs"}
         if unknown:
             raise ConfigError(f"unknown rule keys {sorted(unknown)}")
         role = raw.get("role", "any")
         if role not in ROLES:
             raise ConfigError(f"rule role must be one of {ROLES}, not {role!r}")
+        field = str(raw.get("reasoning_field", "reasoning_content"))
+        if field not in REASONING_FIELDS:
+            raise ConfigError(f"rule reasoning_field must be one of {REASONING_FIELDS}, "
+                              f"not {field!r}")
         status = raw.get("status")
         if "reply" not in raw and status is None:
             raise ConfigError(f"a rule needs 'reply' or 'status': {raw!r}")
@@ -92,7 +101,7 @@ class Rule:
         return cls(pattern, str(raw.get("reply", "")), None if times is None else int(times),
                    role, None if status is None else int(status),
                    None if latency is None else max(0.0, float(latency)),
-                   str(raw.get("reasoning") or ""), bool(raw.get("cut")),
+                   str(raw.get("reasoning") or ""), field, bool(raw.get("cut")),
                    _logprobs(raw.get("logprobs")))
 
 
@@ -139,6 +148,7 @@ class ChatDecision:
     reply: str = ""
     status: int | None = None
     reasoning: str = ""
+    reasoning_field: str = "reasoning_content"
     cut: bool = False
     admitted: bool = True  # counted against rate_limit_in_flight until `end_chat`
     retry_after: str = "0"
@@ -228,6 +238,9 @@ class FakeState:
             s.requests.append({"model": body.get("model"), "messages": copy.deepcopy(messages),
                                "max_tokens": body.get("max_completion_tokens",
                                                       body.get("max_tokens")),
+                               # which of the two names the bound came under, if any
+                               "max_tokens_field": next((k for k in (
+                                   "max_completion_tokens", "max_tokens") if k in body), None),
                                "stream": bool(body.get("stream"))})
             n = s.chat_calls
             fault_latency = self.latency if self.fault_latency is None else self.fault_latency
@@ -249,7 +262,8 @@ class FakeState:
                     rule.used += 1
                     latency = self.latency if rule.latency is None else rule.latency
                     return ChatDecision(latency, rule.reply, rule.status, rule.reasoning,
-                                        rule.cut, logprobs=rule.logprobs, **self._pace())
+                                        rule.reasoning_field, rule.cut, logprobs=rule.logprobs,
+                                        **self._pace())
             latency, mode, pace = self.latency, self.mode, self._pace()
         # The default reply reads only the request, so it is built outside the lock.
         return ChatDecision(latency, default_reply(mode, messages), **pace)

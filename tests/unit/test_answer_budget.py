@@ -89,8 +89,13 @@ async def test_full_content_prompt_fits_with_a_long_history(fake_llm: FakeOpenAI
         await run_graph({"query": "Tell me more " + "please " * 300, "session_id": session}, ctx)
     out, _ = await run_graph({"query": "What learning rate did they use?", "session_id": session,
                               "content": paper("en_sparse_attention.md")}, ctx)
+    assert (out["error"], out["strategy"]) == (None, "full_content"), out["error"]
     limit = ctx.max_context_tokens - ctx.reserved_answer_tokens
     assert max(_prompt_tokens(r) for r in fake_llm.stats().requests) <= limit
+    # The answer's prompt held the whole paper and the earlier turns.
+    answer = fake_llm.stats().requests[-1]["messages"]
+    assert "AnchorWindow" in str(answer[0]["content"])
+    assert any("Tell me more" in str(m["content"]) for m in answer[1:-1])
 
 
 def test_cap_tokens_stays_within_the_limit_and_marks_the_cut() -> None:

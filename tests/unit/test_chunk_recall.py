@@ -145,31 +145,48 @@ async def test_large_document_in_a_summary_uses_key_chunks(fake_llm: FakeOpenAIS
 
 
 async def test_a_step_searches_its_translation_and_keeps_the_best_score(
-    monkeypatch: pytest.MonkeyPatch,
+    fake_llm: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    searched: list[tuple[str, list[str] | None]] = []
+    """A step aimed at one document searches it (only it) with the question and with its
+    translation; each chunk keeps the better of its two scores."""
+    kb = await open_knowledge_base("lab", create=True)
+    await add_document(kb, document_from_text(
+        "# 训练设置\n\n## 超参数\n\n批大小（batch）为 32，学习率为 3e-4。\n\n## 数据\n\n"
+        "训练数据来自两万篇论文，batch size 按显存选择。", doc_id="zh"))
+    await add_document(kb, document_from_text(paper("en_sparse_attention.md"), doc_id="en"))
+    searched: list[tuple[str, list[str] | None, dict[str, float]]] = []
+    real = recall_nodes.retriever_for
 
-    class Recorder:
+    class Recording:  # the real retriever, each search's results noted
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
         async def search(self, query: str, *, doc_ids: Any, params: Any) -> list[RecalledChunk]:
-            searched.append((query, doc_ids))
-            score = {"batch size": 0.4, "批大小": 0.9}[query]
-            return [RecalledChunk(doc_id="zh", chunk_id="zh:00001", score=score, text="批大小为 32",
-                                  title="T", heading=None, page=None),
-                    RecalledChunk(doc_id="en", chunk_id=f"en:{query}", score=0.3, text="x",
-                                  title="T", heading=None, page=None)]
+            found = await self.inner.search(query, doc_ids=doc_ids, params=params)
+            searched.append((query, doc_ids, {c.chunk_id: c.score for c in found}))
+            return found
 
-    async def fake_retriever(*_args: Any) -> Recorder:
-        return Recorder()
+    async def recording(*args: Any) -> Recording:
+        return Recording(await real(*args))
 
-    monkeypatch.setattr(recall_nodes, "retriever_for", fake_retriever)
+    monkeypatch.setattr(recall_nodes, "retriever_for", recording)
     step = RecallStep(step=1, kind="recall", queries=["batch size", "批大小"], doc_id="zh")
     update = await recall_nodes.recall_step(
-        RecallStepTask(step=step, kb=None, doc_ids=[], direct_doc_ids=["zh", "en"]),
+        RecallStepTask(step=step, kb="lab", doc_ids=[], direct_doc_ids=[]),
         None)  # type: ignore[arg-type]
-    assert searched == [("batch size", ["zh"]), ("批大小", ["zh"])]
-    recalled = update["recalled"]
-    assert recalled[0]["chunk_id"] == "zh:00001" and recalled[0]["score"] == 0.9
-    assert len(recalled) == 3 and update["completed_steps"] == [1]
+    assert [(q, ids) for q, ids, _ in searched] == [("batch size", ["zh"]), ("批大小", ["zh"])]
+    recalled = {c["chunk_id"]: c["score"] for c in update["recalled"]}
+    assert recalled and all(c.startswith("zh:") for c in recalled)
+    english, chinese = searched[0][2], searched[1][2]
+    assert recalled == {c: max(english.get(c, 0.0), chinese.get(c, 0.0))
+                        for c in english.keys() | chinese.keys()}
+    # Both searches found both chunks; each kept the score of the search that found it
+    # better: the translation's (the second) for the one in Chinese words, the question's
+    # for the one holding "batch size".
+    assert english.keys() == chinese.keys() == {"zh:00000", "zh:00001"}
+    assert chinese["zh:00000"] > english["zh:00000"]
+    assert english["zh:00001"] > chinese["zh:00001"]
+    assert update["completed_steps"] == [1]
 
 
 # --- every document gets a step; a summary's fallback searches for the key parts -------------

@@ -167,7 +167,7 @@ async def test_admin_endpoints(server: FakeOpenAIServer) -> None:
         assert stats["chat_calls"] == 1 and stats["max_in_flight"] == 1
         assert stats["requests"] == [
             {"model": "fake-model", "messages": [{"role": "user", "content": "x"}],
-             "max_tokens": None, "stream": False}
+             "max_tokens": None, "max_tokens_field": None, "stream": False}
         ]
         assert (await http.post(f"{admin}/reset")).status_code == 200
         stats = (await http.get(f"{admin}/stats")).json()

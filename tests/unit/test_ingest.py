@@ -5,9 +5,10 @@ from __future__ import annotations
 import io
 import itertools
 import re
-import sys
-import types
+import sqlite3
 from collections.abc import Sequence
+from contextlib import closing
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,15 +20,14 @@ from scholarflow.ingest.chunking import MAX_TOKENS, plain_heading_level
 from scholarflow.ingest.documents import DocumentError, content_hash
 from scholarflow.ingest.extract import load_document_file
 from scholarflow.ingest.pipeline import collect_files, ingest_files, ingest_paths
-from scholarflow.retrieval.kb import (
-    Chunk,
-    KnowledgeBaseInfo,
-    RecalledChunk,
-    RecallParams,
-    StoredDocument,
-)
+from scholarflow.retrieval.embeddings import Vectors
+from scholarflow.retrieval.index.embedded import DB_FILENAME, EmbeddedKnowledgeBase
+from scholarflow.retrieval.kb import KnowledgeBase
+from scholarflow.retrieval.kb_registry import close_all, list_knowledge_bases, open_knowledge_base
 from scholarflow.tokens import count_tokens
 from tests.conftest import EXAMPLES
+from tests.support import FakeOpenAIServer
+from tests.support.embeddings import HashingEmbedder
 
 D2L = Path("/work/shared/corpus/d2l")
 
@@ -75,54 +75,6 @@ def write(tmp_path: Path, name: str, data: bytes | str) -> Path:
     path = tmp_path / name
     path.write_bytes(data.encode() if isinstance(data, str) else data)
     return path
-
-
-class MemoryKB:
-    """The KnowledgeBase interface in memory; `add` is atomic, like the real one."""
-
-    name = "memory"
-
-    def __init__(self) -> None:
-        self.docs: dict[str, StoredDocument] = {}
-        self.texts: dict[str, str] = {}
-        self.chunks: dict[str, list[Chunk]] = {}
-        self.adds = 0
-
-    async def add(self, document: StoredDocument, text: str, chunks: Sequence[Chunk], *,
-                  replaces: Sequence[str] = ()) -> bool:
-        self.adds += 1
-        if document.doc_id in self.docs:
-            return False
-        self.docs[document.doc_id], self.texts[document.doc_id] = document, text
-        self.chunks[document.doc_id] = list(chunks)
-        for doc_id in replaces:
-            if doc_id in self.docs:
-                await self.remove(doc_id)
-        return True
-
-    async def remove(self, doc_id: str) -> None:
-        del self.docs[doc_id], self.texts[doc_id], self.chunks[doc_id]
-
-    async def info(self) -> KnowledgeBaseInfo:
-        return KnowledgeBaseInfo(self.name, len(self.docs),
-                                 sum(map(len, self.chunks.values())), "embedded")
-
-    async def documents(self, doc_ids: Sequence[str] | None = None) -> list[StoredDocument]:
-        return [self.docs[d] for d in (doc_ids or list(self.docs)) if d in self.docs]
-
-    async def document_text(self, doc_id: str) -> str:
-        return self.texts[doc_id]
-
-    async def search(self, query: str, *, doc_ids: Sequence[str] | None,
-                     params: RecallParams) -> list[RecalledChunk]:
-        words = set(query.lower().split())
-        found = [RecalledChunk(c.doc_id, c.chunk_id, len(words & set(c.text.lower().split())),
-                               c.text, self.docs[c.doc_id].title, c.heading, c.page)
-                 for d, cs in self.chunks.items() if not doc_ids or d in doc_ids for c in cs]
-        return sorted((c for c in found if c.score), key=lambda c: -c.score)[:params.top_n]
-
-    async def close(self) -> None:
-        pass
 
 
 # --- extraction -------------------------------------------------------------------
@@ -314,11 +266,6 @@ def test_plain_heading_level(line: str, level: int | None) -> None:
     assert plain_heading_level(line) == level
 
 
-def test_deterministic() -> None:
-    text = (EXAMPLES / "zh_hybrid_retrieval.md").read_text(encoding="utf-8")
-    assert chunk_text(text, "d") == chunk_text(text, "d")
-
-
 @pytest.mark.skipif(not D2L.is_dir(), reason="the d2l corpus is not on this machine")
 def test_d2l_corpus_bounds() -> None:
     # Speed is bench/recall_speed.py's to measure: a timed assertion fails on a busy machine.
@@ -332,10 +279,33 @@ def test_d2l_corpus_bounds() -> None:
 
 
 # --- pipeline ---------------------------------------------------------------------
+# The real embedded index, with the tests' hashing embedder (or the scripted server's
+# embeddings, the same vectors, where the pipeline opens the knowledge base itself).
 
 
-async def test_ingest_files_added_unchanged_and_errors(tmp_path: Path) -> None:
-    kb = MemoryKB()
+class CountingEmbedder(HashingEmbedder):
+    """Counts the passages it embeds: a document stored again would be embedded again."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.passages = 0
+
+    async def embed_passages(self, texts: Sequence[str]) -> Vectors:
+        self.passages += len(texts)
+        return await super().embed_passages(texts)
+
+
+def stored_chunks(kb: KnowledgeBase) -> list[tuple[object, ...]]:
+    """Every stored chunk of an embedded knowledge base, as its SQLite file holds it."""
+    assert isinstance(kb, EmbeddedKnowledgeBase)
+    with closing(sqlite3.connect(f"file:{kb.folder / DB_FILENAME}?mode=ro", uri=True)) as conn:
+        return conn.execute("SELECT chunk_id, doc_id, n, text, tokens, heading, page, kind, "
+                            "vector FROM chunks ORDER BY chunk_id").fetchall()
+
+
+async def test_ingest_files_added_unchanged_and_errors(home: Path, tmp_path: Path) -> None:
+    embedder = CountingEmbedder()
+    kb = await open_knowledge_base("lab", create=True, embedder=embedder)
     pdf = write(tmp_path, "paper.pdf", make_pdf([PAGE_1, PAGE_2]))
     files = [EXAMPLES / "en_sparse_attention.md", write(tmp_path, "empty.md", ""), pdf,
              tmp_path / "missing.md", EXAMPLES / "zh_hybrid_retrieval.md"]
@@ -346,27 +316,33 @@ async def test_ingest_files_added_unchanged_and_errors(tmp_path: Path) -> None:
     assert results[1].error == f"{files[1]} is empty; give a file with some text"
     assert results[3].error == f"no such file: {files[3]}; check the path"
     good = results[0]
-    stored = kb.docs[good.doc_id or ""]
-    assert (stored.chunks, stored.tokens, stored.title) == (good.chunks, good.tokens, good.title)
+    stored = {d.doc_id: d for d in await kb.documents()}
+    assert sorted(stored) == sorted(r.doc_id for r in results if r.doc_id)
+    assert (stored[good.doc_id or ""].chunks, stored[good.doc_id or ""].tokens,
+            stored[good.doc_id or ""].title) == (good.chunks, good.tokens, good.title)
     assert good.as_json().keys() == {"doc_id", "title", "chunks", "tokens", "source", "status"}
-    assert kb.chunks[results[2].doc_id or ""][0].page == 1
+    chunks = stored_chunks(kb)
+    assert len(chunks) == sum(r.chunks or 0 for r in results)
+    assert {c[6] for c in chunks if c[1] == results[2].doc_id} == {1, 2}  # the PDF's pages
+    assert embedder.passages > 0
 
-    before = (dict(kb.docs), kb.adds)
+    before, embedded = (await kb.documents(), chunks), embedder.passages
     again = await ingest_files(kb, [files[0], pdf])
     assert [r.status for r in again] == ["unchanged", "unchanged"]
-    assert (kb.docs, kb.adds) == before  # not even an `add` call: nothing to embed
+    assert (await kb.documents(), stored_chunks(kb)) == before
+    assert embedder.passages == embedded  # nothing embedded again
 
 
 async def test_a_rerun_reads_no_unchanged_file_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from scholarflow.ingest import pipeline
 
-    kb = MemoryKB()
+    kb = await open_knowledge_base("lab", create=True, embedder=HashingEmbedder())
     paper = write(tmp_path, "paper.md", EXAMPLES.joinpath("en_sparse_attention.md").read_text())
     pdf = write(tmp_path, "paper.pdf", make_pdf([PAGE_1, PAGE_2]))
     first = await ingest_files(kb, [paper, pdf])
-    stored = kb.docs[first[1].doc_id or ""]
+    (stored,) = await kb.documents([first[1].doc_id or ""])
     assert stored.source == str(pdf.absolute()) and (stored.file_hash or "").startswith("sha256:")
     extracted: list[str] = []
     real = pipeline.prepare_file
@@ -380,7 +356,9 @@ async def test_a_rerun_reads_no_unchanged_file_again(
     changed = await ingest_files(kb, [paper, pdf])
     assert extracted == [str(paper)]
     assert changed[0].status == "added" and changed[0].replaced == (first[0].doc_id,)
-    assert sorted(kb.docs) == sorted([changed[0].doc_id, first[1].doc_id])
+    assert sorted(d.doc_id for d in await kb.documents()) == sorted(
+        [changed[0].doc_id, first[1].doc_id])
+    assert {c[1] for c in stored_chunks(kb)} == {changed[0].doc_id, first[1].doc_id}
 
 
 async def test_collect_files_walks_directories_sorted(tmp_path: Path) -> None:
@@ -398,40 +376,73 @@ async def test_collect_files_walks_directories_sorted(tmp_path: Path) -> None:
     assert names[5] == Path("given.png")  # named directly: tried whatever its suffix
 
 
-async def test_ingest_paths_opens_and_closes_the_kb(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def _connection_open(home: Path, name: str) -> bool:
+    """Whether this process holds the knowledge base's SQLite file open: SQLite keeps its
+    write-ahead log beside it while a connection is open, and removes it on the last close."""
+    return (home / "kb" / name / f"{DB_FILENAME}-wal").exists()
+
+
+async def test_ingest_paths_creates_only_what_it_fills_and_closes_the_kb(
+    fake_llm: FakeOpenAIServer, tmp_path: Path
 ) -> None:
-    from scholarflow.retrieval.kb import KnowledgeBaseNotFoundError
-
-    kb = MemoryKB()
-    opened: list[tuple[str, bool]] = []
-    created: set[str] = set()
-
-    async def open_knowledge_base(name: str, *, create: bool = False,
-                                  embedder: object = None) -> MemoryKB:
-        opened.append((name, create))
-        if not create and name not in created:
-            raise KnowledgeBaseNotFoundError(f"no knowledge base {name!r}")
-        created.add(name)
-        return kb
-
-    fake = types.ModuleType("scholarflow.retrieval.kb_registry")
-    fake.open_knowledge_base = open_knowledge_base  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "scholarflow.retrieval.kb_registry", fake)
+    home = tmp_path / "home"
     counts: list[int] = []
     (tmp_path / "empty").mkdir()
     results = await ingest_paths([EXAMPLES, tmp_path / "empty", tmp_path / "missing.md"],
                                  "mine", on_files=counts.append)
-    assert opened == [("mine", False), ("mine", True)] and counts == [5]
+    assert counts == [5]  # the four papers and the missing file, once expanded
     # a directory with nothing to ingest is known first; a missing file when it is read
     assert [r.status for r in results] == ["error"] + ["added"] * 4 + ["error"]
-    assert len(kb.docs) == 4
+    assert not _connection_open(home, "mine")  # closed when done
+    kb = await open_knowledge_base("mine")
+    assert sorted(d.doc_id for d in await kb.documents()) == sorted(
+        r.doc_id for r in results if r.status == "added")
+    assert len(stored_chunks(kb)) == sum(r.chunks or 0 for r in results)
+    await close_all()
 
-    opened.clear()  # nothing readable: a new knowledge base is not created at all
+    # Nothing readable: no knowledge base is created at all.
     bad = write(tmp_path, "bad.pdf", b"%PDF-1.4 cut short")
     results = await ingest_paths([bad, tmp_path / "missing.md"], "onlybad")
     assert [r.status for r in results] == ["error", "error"]
-    assert opened == [("onlybad", False)] and "onlybad" not in created
-    opened.clear()  # an existing one is opened as it is
+    assert await list_knowledge_bases() == ["mine"]
+    # An existing one is opened as it is, and closed again.
     results = await ingest_paths([EXAMPLES / "en_sparse_attention.md"], "mine")
-    assert opened == [("mine", False)] and [r.status for r in results] == ["unchanged"]
+    assert [r.status for r in results] == ["unchanged"]
+    assert not _connection_open(home, "mine")
+
+
+async def test_two_ingests_of_the_same_files_store_the_same_documents_and_chunks(
+    fake_llm: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ingestion depends on the files alone: the same files ingested into two homes, one
+    of them by `scholarflow ingest` in a process of its own with another hash seed, give
+    the same document ids, texts and chunks (ids, texts, headings, pages, vectors)."""
+    import asyncio
+    import os
+    import subprocess
+    import sys
+
+    pdf = write(tmp_path, "paper.pdf", make_pdf([PAGE_1, PAGE_2], title="Sparse Attention"))
+    files = [EXAMPLES / "zh_hybrid_retrieval.md", EXAMPLES / "en_retrieval_qa.md", pdf]
+    first = await ingest_paths(files, "lab")
+    kb = await open_knowledge_base("lab")
+    here = (await kb.documents(), stored_chunks(kb),
+            [await kb.document_text(r.doc_id or "") for r in first])
+    await close_all()
+
+    other = tmp_path / "other"
+    env = {**os.environ, "SCHOLARFLOW_HOME": str(other), "PYTHONHASHSEED": "12345"}
+    done = await asyncio.to_thread(
+        subprocess.run, [sys.executable, "-m", "scholarflow.cli", "ingest", *map(str, files),
+                         "--kb", "lab"], env=env, capture_output=True, text=True, timeout=120,
+        check=False)
+    assert done.returncode == 0, done.stderr
+    monkeypatch.setenv("SCHOLARFLOW_HOME", str(other))
+    kb = await open_knowledge_base("lab")
+    there = (await kb.documents(), stored_chunks(kb),
+             [await kb.document_text(r.doc_id or "") for r in first])
+    assert [r.status for r in first] == ["added"] * 3 and len(here[1]) > 3
+    assert [d.doc_id for d in here[0]] == [d.doc_id for d in there[0]]
+    assert [replace(d, added=None) for d in here[0]] == [replace(d, added=None)
+                                                        for d in there[0]]
+    assert here[1:] == there[1:]

@@ -198,13 +198,18 @@ def test_long_paste_keeps_the_request_at_either_end() -> None:
     assert tail.intent is Intent.LITERATURE_SUMMARY
 
 
-@pytest.mark.parametrize("query", ["Could you go over the attention part of this?",
-                                   "Would you walk me through the second part of this?"])
-def test_a_you_question_beside_a_document_is_not_taken_as_chat(query: str) -> None:
+@pytest.mark.parametrize(("query", "intent", "unambiguous"), [
+    # no cue but a question beside a document: a guess the LLM is asked to confirm
+    ("Could you go over the attention part of this?", Intent.LITERATURE_QA, False),
+    ("Would you walk me through the second part of this?", Intent.LITERATURE_SUMMARY, True),
+])
+def test_a_you_question_beside_a_document_is_not_taken_as_chat(
+    query: str, intent: Intent, unambiguous: bool
+) -> None:
     # Seen with a real model (bench/real_model.py): the rules took the first as chat,
     # unambiguously, so the attached paper was never read.
     with_paper = classify_by_rules(query, has_documents=True)
-    assert with_paper.intent is not Intent.SIMPLE_INTERACTION or not with_paper.unambiguous
+    assert (with_paper.intent, with_paper.unambiguous) == (intent, unambiguous), with_paper
     # A real chat cue still decides beside a document.
     chat = classify_by_rules("Could you tell me a joke?", has_documents=True)
     assert chat.intent is Intent.SIMPLE_INTERACTION and chat.unambiguous

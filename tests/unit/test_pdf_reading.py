@@ -1,7 +1,8 @@
 """The PDF readers and the cleanup they share (scholarflow/ingest/readers/).
 
-Synthetic pages check each cleanup rule alone; two fixtures cut from LitQA2
-papers (tests/data/pdf/README.md) check them together on real layouts.
+Synthetic pages check each cleanup rule alone; two PDFs drawn in the layouts of real
+papers (a numbered preprint, a journal's two-column first page: tests/support/pdf_layouts.py)
+check them together, through both readers.
 """
 
 from __future__ import annotations
@@ -18,10 +19,7 @@ from scholarflow.ingest.readers.layout import clean_line, page_texts
 from scholarflow.ingest.readers.paper import paper_facts
 from scholarflow.retrieval.kb import Chunk
 from scholarflow.settings import Settings
-
-DATA = Path(__file__).resolve().parents[1] / "data" / "pdf"
-BIORXIV = DATA / "biorxiv-cannabis-p1-15-16.pdf"
-PNAS = DATA / "pnas-nav16-p1.pdf"
+from tests.support.pdf_layouts import JOURNAL, PREPRINT, journal_first_page, preprint
 
 
 def page(number: int, *rows: tuple[str, float, float], size: float = 10.0,
@@ -94,18 +92,20 @@ def test_a_word_hyphenated_across_pages_is_joined_on_its_first_page() -> None:
 
 
 def test_a_sentence_cut_by_a_page_of_figures_is_finished_on_its_first_page() -> None:
-    # As in the RexA paper of LitQA2: "(Figure 5, lanes" | a figure page | "13–14), ...".
+    # "(Figure 5, lanes" | a page of figures | "13–14), ...": journals place a figure
+    # wherever it fits, so a sentence may resume two pages on.
     texts = page_texts([
-        body(1, "We see the D215W mutant resist trypsin (Figure 5, lanes"),
+        body(1, "The shortened enzyme resists the protease (Figure 5, lanes"),
         page(2, ("A", 100, 100), ("B C", 100, 300),
-             ("Figure 5. Limited proteolysis of RexA constructs with and without DNA.", 72, 600)),
-        page(3, ("13–14), reflective of severe DNA binding defects.", 72, 100),
+             ("Figure 5. Protease digestion of the enzyme with and without its cofactor.", 72,
+              600)),
+        page(3, ("13–14), as a folded domain would.", 72, 100),
              ("Strikingly, it holds.", 72, 140)),
     ])
-    assert texts[0] == ("We see the D215W mutant resist trypsin (Figure 5, lanes 13–14), "
-                        "reflective of severe DNA binding defects.")
+    assert texts[0] == ("The shortened enzyme resists the protease (Figure 5, lanes 13–14), "
+                        "as a folded domain would.")
     assert texts[2] == "Strikingly, it holds."
-    assert "Figure 5. Limited proteolysis" in texts[1]
+    assert "Figure 5. Protease digestion" in texts[1]
 
 
 def test_a_page_that_starts_a_new_sentence_keeps_it() -> None:
@@ -252,40 +252,59 @@ def test_prose_with_citations_is_not_a_reference_list() -> None:
     assert chunk_text(prose * 3, "d", kind="pdf").chunks[0].kind == "body"
 
 
-# --- the fixtures cut from real papers --------------------------------------------------
+# --- the layouts of real papers -------------------------------------------------------
 
 
-def test_a_preprint_reads_as_its_reader_sees_it() -> None:
-    extracted = extract_file(BIORXIV)
+def _squeezed(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_a_preprint_reads_as_its_reader_sees_it(tmp_path: Path) -> None:
+    path = tmp_path / "preprint.pdf"
+    path.write_bytes(preprint())
+    extracted = extract_file(path)
     text = extracted.document.content
-    # LitQA2's key passage for this paper, intact: line numbers gone, lines joined.
-    assert ("In the first FST analysis conducted among the four geographical-based Iranian "
-            "populations, the highest and lowest FST values were observed") in text
-    assert "bioRxiv preprint" not in text  # the running header of every page
-    assert extracted.document.title.startswith("Population genomics of a natural Cannabis")
-    assert extracted.doi == "10.1101/2024.05.07.593022"
+    # A paragraph over three numbered lines: the numbers gone, the lines joined.
+    assert PREPRINT.FINDING in text
+    assert not any(line.split(" ", 1)[0].isdigit() for line in text.splitlines() if line)
+    assert "this version posted" not in text and "preprint doi" not in text  # the header
+    # The title is set in the body's size: nothing marks where it ends, so its first line
+    # names the paper (not the running header above it, nor the line number before it).
+    assert extracted.document.title == PREPRINT.TITLE_LINES[0]
+    assert extracted.doi == PREPRINT.DOI
     assert extracted.year == 2024
     assert extracted.page_count == 3
 
 
-def test_a_journal_first_page_gets_its_title_doi_and_no_stamp() -> None:
-    extracted = extract_file(PNAS)
+def test_a_journal_first_page_gets_its_title_doi_and_no_stamp(tmp_path: Path) -> None:
+    path = tmp_path / "journal.pdf"
+    path.write_bytes(journal_first_page())
+    extracted = extract_file(path)
     text = extracted.document.content
-    assert extracted.document.title == (
-        "Cryo-EM structure of human voltage-gated sodium channel Nav1.6")
-    assert extracted.doi == "10.1073/pnas.2220578120"
+    assert extracted.document.title == " ".join(JOURNAL.TITLE_LINES)  # both lines of it
+    assert extracted.doi == JOURNAL.DOI
     assert extracted.year == 2023
-    assert "Downloaded from" not in text
-    assert "Nav1.6 is the characteristic of higher persistent current and resurgent current" in text
+    assert "Downloaded from" not in text and "Example University" not in text
+    # Each paragraph of the wide column whole, in order, after the title; the box apart.
+    paragraphs = [JOURNAL.ABSTRACT, *JOURNAL.BODY, JOURNAL.RESULT]
+    at = [text.index(p) for p in paragraphs]
+    assert at == sorted(at) and text.index(JOURNAL.TITLE_LINES[1]) < at[0]
+    assert f"{JOURNAL.SIGNIFICANCE}\n\n" in text
+    # The box's heading heads a section, and the box's text opens it.
     chunks = chunk_document(extracted).chunks
-    assert any(c.heading == "Significance" for c in chunks)
+    box = next(c for c in chunks if c.heading == "Significance")
+    assert _squeezed(box.text).startswith(_squeezed(f"Significance {JOURNAL.SIGNIFICANCE}"))
 
 
 @pytest.mark.parametrize("reader", ["pypdf", "pdfium"])
-def test_every_reader_reads_the_fixture(reader: str) -> None:
-    content = get_reader(reader).read(BIORXIV.read_bytes(), "f.pdf")
+def test_every_reader_reads_the_layouts(reader: str) -> None:
+    content = get_reader(reader).read(preprint(), "preprint.pdf")
     assert len(content.pages) == 3
     assert "noteworthy" in "\n".join(line.text for line in content.pages[2].lines)
+    content = get_reader(reader).read(journal_first_page(), "journal.pdf")
+    assert len(content.pages) == 1
+    lines = "\n".join(line.text for line in content.pages[0].lines)
+    assert "Significance" in lines and JOURNAL.DOI in lines
 
 
 def test_the_reader_is_chosen_by_setting() -> None:
@@ -298,24 +317,24 @@ def test_the_reader_is_chosen_by_setting() -> None:
 
 
 def test_a_numbered_reference_list_under_another_heading_is_still_references() -> None:
-    # Nature's style, run on under "Competing interests" in a two-column layout (LitQA2's
-    # s41467-022-30570-7): long titles leave too few names a word for the name test.
+    # Nature's style, run on under "Competing interests" in a two-column layout: long
+    # titles leave too few names a word for the name test.
     from scholarflow.ingest.sections import is_reference_list
 
     entries = (
-        "64. Platt, F. M. et al. Disorders of cholesterol metabolism and their unanticipated "
-        "convergent mechanisms of disease. Annu Rev. Genomics Hum. Genet. 15, 173–194 (2014). "
-        "65. Cook, R. P. Distribution of Sterols in Organisms and in Tissues. In Cholesterol: "
-        "Chemistry, Biochemistry, and Pathology 145–180 (Academic Press, 1958). "
-        "66. Ehrenworth, A. M., Claiborne, T. & Peralta-Yahya, P. Medium-throughput screen of "
-        "microbially produced serotonin via a G-protein-coupled receptor-based sensor. "
-        "Biochemistry 56, 5471–5475 (2017). 67. Weston, C., Poyner, D., Patel, V., Dowell, S. "
-        "& Ladds, G. Investigating G protein signalling bias at the glucagon-like peptide 1 "
+        "64. Okafor, R. J. et al. Seasonal turnover of root-associated bacteria and its "
+        "unexpected dependence on the watering history of the field. Annu. Rev. Microbiol. 15, "
+        "173–194 (2014). 65. Brandt, P. H. Distribution of Pigments in Flowers and in Leaves. "
+        "In Plant Colour: Chemistry, Ecology, and Evolution 145–180 (Academic Press, 1958). "
+        "66. Varga, A. M., Lindholm, T. & Moreau-Sato, P. Medium-throughput screen of "
+        "microbially produced pigments via a light-activated receptor-based sensor. "
+        "Biochemistry 56, 5471–5475 (2017). 67. Hale, C., Prior, D., Nakamura, V., Dowd, S. "
+        "& Ladd, G. Investigating receptor signalling bias at the light-activated pigment "
         "receptor in yeast. Br. J. Pharmacol. 171, 3651–3665 (2014)."
     )
     assert is_reference_list(((1, "Competing interests"),), entries)
-    prose = ("We measured receptor activity in 2014. Sterol levels (Cook, 1958) rose "
-             "threefold, as expected from earlier screens of serotonin sensors in yeast, "
-             "and the glucagon-like peptide receptor signalled without bias in every strain "
-             "we made for this study of cholesterol metabolism and its disorders.")
+    prose = ("We measured receptor activity in 2014. Pigment levels (Brandt, 1958) rose "
+             "threefold, as expected from earlier screens of pigment sensors in yeast, "
+             "and the light-activated receptor signalled without bias in every strain "
+             "we made for this study of root bacteria and their seasonal turnover.")
     assert not is_reference_list(((1, "Results"),), prose)

@@ -5,9 +5,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Iterator
-from typing import Any
 
-import httpx
 import pytest
 
 from scholarflow import Context
@@ -88,29 +86,18 @@ def test_a_whole_reply_split_in_one_piece_parses_as_json() -> None:
     assert json.loads(answer) == {"intent": "LITERATURE_QA"} and thought.startswith("They")
 
 
-def _sse(deltas: list[dict[str, Any]]) -> bytes:
-    base = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "deepseek"}
-    lines = [f"data: {json.dumps({**base, 'choices': [{'index': 0, 'delta': d}]})}\n\n"
-             for d in deltas]
-    return ("".join(lines) + "data: [DONE]\n\n").encode()
-
-
 @pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
-async def test_streamed_reasoning_fields_are_kept_apart_from_the_content(field: str) -> None:
+async def test_streamed_reasoning_fields_are_kept_apart_from_the_content(
+    llm_server: FakeOpenAIServer, field: str
+) -> None:
     # DeepSeek's documented shape (api-docs.deepseek.com, reasoning_model): the
     # thought streams in delta.reasoning_content, then the answer in delta.content.
     # Ollama and OpenRouter call the field `reasoning`.
-    seen: list[dict[str, Any]] = []
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        seen.append(json.loads(request.content))
-        body = _sse([{"role": "assistant", "content": None, field: "Let me think."},
-                     {field: " Yes."}, {"content": "It is 3e-4."}])
-        return httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
-
-    model = ReasoningChatOpenAI(
-        model="deepseek-reasoner", base_url="http://deepseek.test/v1", api_key="sk-x",
-        http_async_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)))
+    llm_server.reset()
+    llm_server.configure(rules=[{"match": "q", "reasoning": "Let me think. Yes.",
+                                 "reasoning_field": field, "reply": "It is 3e-4."}])
+    model = ReasoningChatOpenAI(model="deepseek-reasoner", base_url=llm_server.base_url,
+                                api_key="sk-test-not-a-real-key")
     thought, text = "", ""
     async for chunk in model.astream("q", max_tokens=50):
         thought += chunk.additional_kwargs.get("reasoning_content", "")
@@ -118,7 +105,8 @@ async def test_streamed_reasoning_fields_are_kept_apart_from_the_content(field: 
     assert (thought, text) == ("Let me think. Yes.", "It is 3e-4.")
     # A compatible server gets the bound as max_tokens (older servers ignore the
     # max_completion_tokens that ChatOpenAI would send).
-    assert seen[0]["max_tokens"] == 50 and "max_completion_tokens" not in seen[0]
+    (request,) = llm_server.stats().requests
+    assert (request["max_tokens"], request["max_tokens_field"]) == (50, "max_tokens")
 
 
 async def test_a_thinking_model_thinks_in_thinking_events_only(fake_llm: FakeOpenAIServer) -> None:

@@ -1,4 +1,4 @@
-"""recall@5 of the real local embedder on a bilingual question set (issue B: >= 0.9).
+"""recall@5 of the real local embedder on a bilingual question set: a regression bar.
 
 The corpus is the 4 example papers and the 10 d2l sections (6 English, 4
 Chinese); the questions (tests/data/recall_eval.jsonl) are in English and
@@ -7,10 +7,12 @@ paraphrased rather than copied. A question is recalled when one of the top 5
 chunks of a whole-knowledge-base search, with the default RecallParams, is
 from its document and contains its `answer_text`.
 
-Issue F item 7 asks one query alone (no LLM) for recall@5 >= 0.92 on a set with
-at least 30% heavy paraphrases: questions sharing at most a third of their content
-words with the supporting chunk, across languages after dictionary translation
-(bench/recall_overlap.py; the `overlap` and `heavy` fields, checked here).
+The set holds at least 30% heavy paraphrases: questions sharing at most a third of
+their content words with the supporting chunk, across languages after dictionary
+translation (bench/recall_overlap.py; the `overlap` and `heavy` fields, checked here).
+The targets (issue B: 0.9; issue F item 7: 0.92 for one query alone) are not this
+test's: `bench/recall.py quality` measures and reports them. These tests keep recall on
+the whole set from falling below what the code reaches now.
 
 The graph's own recall searches each sub-question together with its translation
 (written by the planner LLM); `test_recall_at_5_with_translation` measures that
@@ -100,43 +102,43 @@ def _report(label: str, outcomes: list[object]) -> float:
     return float(recall)
 
 
-# Issue F item 7: one kb.search (scholarflow search), no LLM, recall@5 >= 0.92 on a set with
-# >= 30% heavy paraphrases. Measured 2026-11-25 (bench/recall.py quality, one run) on the
-# 139-question set (42 heavy paraphrases written for it, 44 marked heavy in all): 0.698
-# (97/139); en->en 22/37, zh->zh 16/20, en->zh 26/39, zh->en 33/43; heavy paraphrases 12/44
-# (0.273). The first 97 questions alone: 0.887 (86/97), unchanged. Nothing tried on the tuning
-# set raised it (bench/README.md): heavy paraphrases are e5-small's limit (vectors alone find
-# 10/44), so the target is not met. The floor fails on a regression; under the target the
-# test reports xfail, and passes once recall reaches it.
-FLOOR = 0.69
+# The bars: questions recalled out of the whole set's 139, at least what the code reaches
+# now less two, as a count. Measured with this commit's code and corpus: 96 for one
+# kb.search, 108 with the translation. The two spare questions are for machines whose
+# BLAS rounds the embeddings' products differently and breaks a near tie at rank 5 the
+# other way. A change that loses three questions fails; one that recalls more should
+# raise the bar.
+EVAL_QUESTIONS = 139
+QUERY_ALONE_FLOOR = 94
+WITH_TRANSLATION_FLOOR = 106
+
+
+def _hits(outcomes: list[object]) -> int:
+    return sum(o.rank is not None for o in outcomes)  # type: ignore[attr-defined]
 
 
 async def test_recall_at_5_query_alone(quality_kb: object) -> None:
+    """One kb.search (`scholarflow search`), no LLM: the questions as asked."""
     outcomes = await bench.evaluate(quality_kb, bench.load_questions())  # RecallParams()
-    recall = _report("query alone (kb.search)", outcomes)
+    _report("query alone (kb.search)", outcomes)
     missed = [f"{o.pair} {o.question['id']}" for o in outcomes if o.rank is None]
-    assert recall >= FLOOR, f"recall@5 {recall:.3f} fell under {FLOOR}; missed: {' '.join(missed)}"
-    if recall < bench.TARGET:
-        pytest.xfail(f"recall@5 of one kb.search is {recall:.3f}, under the {bench.TARGET} target "
-                     "(issue F item 7): heavy paraphrases are beyond e5-small; see bench/README.md")
+    assert len(outcomes) == EVAL_QUESTIONS  # another set needs its own bar
+    assert _hits(outcomes) >= QUERY_ALONE_FLOOR, (
+        f"recall@5 {_hits(outcomes)}/{len(outcomes)} fell under {QUERY_ALONE_FLOOR}; "
+        f"missed: {' '.join(missed)}")
 
 
-# The graph's path: the sub-question planner (an LLM) gives each question with its
-# translation and recall_step keeps the best score per chunk; the translations here are
-# written by hand. Measured 2026-11-22: 0.887 (86/97) with BM25 normalised by the best
-# candidate; 0.938 (91/97) with BM25 normalised by the query's own bound; 0.938 (91/97)
-# with the dictionary translation and cosine scaling too (en->en 22/24, zh->zh 12/14,
-# en->zh 28/29, zh->en 29/30); 0.959 (93/97) with the glossary (2026-11-25). The bound
-# was chosen after seeing this set. 2026-11-25, 139 questions: 0.777 (108/139), of which
-# heavy paraphrases 16/44 and the rest 92/95 (0.968). Issue B's 0.9 bar is kept for the
-# questions it was set for, those that are not heavy paraphrases; the heavy ones are reported.
 async def test_recall_at_5_with_translation(quality_kb: object) -> None:
+    """The graph's path: the sub-question planner (an LLM) gives each question with its
+    translation and recall_step keeps the best score per chunk; the translations here are
+    written by hand (the `translation` field)."""
     outcomes = await bench.evaluate(quality_kb, bench.load_questions(), translated=True)
     _report("query + translation (recall_step)", outcomes)
-    ordinary = [o for o in outcomes if not o.question["heavy"]]
-    recall = _report("  of which not heavy paraphrases", ordinary)
-    missed = [f"{o.pair} {o.question['id']}" for o in ordinary if o.rank is None]
-    assert recall >= 0.9, f"recall@5 {recall:.3f}; missed: {' '.join(missed)}"
+    missed = [f"{o.pair} {o.question['id']}" for o in outcomes if o.rank is None]
+    assert len(outcomes) == EVAL_QUESTIONS
+    assert _hits(outcomes) >= WITH_TRANSLATION_FLOOR, (
+        f"recall@5 {_hits(outcomes)}/{len(outcomes)} fell under {WITH_TRANSLATION_FLOOR}; "
+        f"missed: {' '.join(missed)}")
 
 
 async def test_heavy_paraphrases_are_marked_and_at_least_30_percent(quality_kb: object) -> None:

@@ -222,12 +222,14 @@ async def test_the_command_lines_payload_passes(fake_llm: FakeOpenAIServer) -> N
 
 # --- LangGraph server --------------------------------------------------------------------------
 
-SERVED: list[tuple[str, dict[str, Any], dict[str, Any] | None, list[str]]] = [
-    ("query-number", {"query": 123}, None, ["query must be", "not a number"]),
+SERVED: list[tuple[str, dict[str, Any], dict[str, Any] | None, list[str], str]] = [
+    ("query-number", {"query": 123}, None, ["query must be", "not a number"],
+     "InvalidRequestError"),
     ("doc_ids-string", {"query": Q, "doc_ids": "a74347d22dcc67aa"}, None,
-     ["doc_ids must be a list of document ids, not a string"]),
-    ("unknown-querry", {"querry": Q}, None, ["unknown field 'querry'"]),
-    ("context-top_n", {"query": Q}, {"top_n": -1}, ["top_n must be at least 1, not -1"]),
+     ["doc_ids must be a list of document ids, not a string"], "InvalidRequestError"),
+    ("unknown-querry", {"querry": Q}, None, ["unknown field 'querry'"], "InvalidRequestError"),
+    ("context-top_n", {"query": Q}, {"top_n": -1}, ["top_n must be at least 1, not -1"],
+     "InvalidContextError"),
 ]
 
 
@@ -250,11 +252,11 @@ def served(fake_server: Fake, served_home: Path) -> Iterator[Server]:
         yield started
 
 
-@pytest.mark.parametrize(("payload", "context", "says"), [c[1:] for c in SERVED],
+@pytest.mark.parametrize(("payload", "context", "says", "kind"), [c[1:] for c in SERVED],
                          ids=[c[0] for c in SERVED])
 async def test_the_server_ends_a_bad_run_in_error(
     served: Server, fake_server: Fake, payload: dict[str, Any], context: dict[str, Any] | None,
-    says: list[str],
+    says: list[str], kind: str,
 ) -> None:
     await script(fake_server)
     extra = {"context": context} if context else {}
@@ -271,7 +273,7 @@ async def test_the_server_ends_a_bad_run_in_error(
     assert [r["status"] for r in runs] == ["error"], f"{runs}\n{served.log_tail()}"
     error = result["__error__"] if isinstance(result, dict) else result
     assert_one_clear_line(Exception(error["message"]), says)
-    assert error["error"] in ("InvalidRequestError", "InvalidContextError"), error
+    assert error["error"] == kind, error
     # The stream says the same, and nothing ran: no event, no value, no LLM call, no session.
     assert [(p.event, p.data) for p in streamed if p.event != "metadata"] == [("error", error)]
     assert (await fake_stats(fake_server))["chat_calls"] == 0

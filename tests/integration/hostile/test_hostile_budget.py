@@ -8,6 +8,8 @@ scripted server's calls and measures every prompt it was sent.
 from __future__ import annotations
 
 import contextlib
+import re
+import time
 import uuid
 from typing import Any
 
@@ -19,6 +21,7 @@ from scholarflow import Context, build_graph
 from scholarflow.bounded import LoopLimitError, bounded_rounds, require_progress
 from scholarflow.errors import ConfigurationError, ScholarflowError
 from scholarflow.llm import calls as llm
+from scholarflow.llm.calls import ERROR_RETRY
 from scholarflow.llm.prompt_guard import PromptTooLargeError, check_prompt
 from scholarflow.sessions.conversation import answer_message, as_session_messages, question_message
 from scholarflow.sessions.models import MessageType
@@ -48,9 +51,10 @@ def prompt_tokens(request: dict[str, Any]) -> int:
 
 
 def assert_prompts_fit(fake: FakeOpenAIServer, ctx: Context) -> None:
-    """No prompt sent over the window, nor over the window less the reserved answer."""
+    """At least one prompt was sent, and none over the window less the reserved answer."""
     budget = ctx.max_context_tokens - ctx.reserved_answer_tokens
     sizes = [prompt_tokens(r) for r in fake.stats().requests]
+    assert sizes, "no prompt was sent: nothing to measure"
     assert all(size <= budget for size in sizes), (sizes, budget)
 
 
@@ -221,25 +225,56 @@ class TestTinyContexts:
         assert fake_llm.stats().chat_calls <= 50 + 50
         assert_prompts_fit(fake_llm, ctx)
 
-    @pytest.mark.parametrize("window", [1000, 4000, 8192])
-    async def test_a_question_is_never_answered_from_no_passage(
+    # A question over one paper (~1,900 tokens) with reserved_answer_tokens=300 and
+    # system_tokens_estimate=200, window by window: refused before any call where no
+    # passage fits, answered from passages where some do, from the whole paper where it fits.
+    @staticmethod
+    def _window(window: int) -> Context:
+        return Context(max_context_tokens=window, reserved_answer_tokens=300,
+                       system_tokens_estimate=200)
+
+    async def test_a_window_no_passage_fits_is_refused_before_any_call(
+        self, fake_llm: FakeOpenAIServer
+    ) -> None:
+        fake_llm.configure(rules=[{"match": QA_RULE, "reply": "It is 3e-4 [1]."}])
+        out, _ = await run_graph({"query": QUESTION, "content": paper("en_sparse_attention.md")},
+                                 self._window(700))
+        error = one_error_line(out)
+        assert error.startswith("max_context_tokens=700 leaves only 200 tokens for documents "
+                                "after reserved_answer_tokens=300 and system_tokens_estimate=200"
+                                ), error
+        assert "to at least 756" in error, error
+        assert fake_llm.stats().chat_calls == 0 and not out.get("answer")
+
+    async def test_a_small_window_answers_from_passages_of_the_paper(
+        self, fake_llm: FakeOpenAIServer
+    ) -> None:
+        fake_llm.configure(rules=[{"match": QA_RULE, "reply": "It is 3e-4 [1]."}])
+        ctx = self._window(1000)
+        out, _ = await run_graph({"query": QUESTION, "content": paper("en_sparse_attention.md")},
+                                 ctx)
+        assert (out["error"], out["strategy"]) == (None, "chunk_recall"), out["error"]
+        answers = [r for r in fake_llm.stats().requests if QA_RULE in str(r["messages"])]
+        (request,) = answers
+        system = " ".join(str(request["messages"][0]["content"]).split())
+        assert '<chunk n="1"' in system and "<document" not in system, system
+        # the passage that answers, not only the wrapper
+        assert "a learning rate of 3e-4 with 2,000 warmup steps" in system, system
+        assert_prompts_fit(fake_llm, ctx)
+
+    @pytest.mark.parametrize("window", [4000, 8192])
+    async def test_a_window_the_paper_fits_answers_from_the_whole_paper(
         self, fake_llm: FakeOpenAIServer, window: int
     ) -> None:
         fake_llm.configure(rules=[{"match": QA_RULE, "reply": "It is 3e-4 [1]."}])
-        ctx = Context(max_context_tokens=window, reserved_answer_tokens=300,
-                      system_tokens_estimate=200)
-        out, _ = await run_graph({"query": QUESTION, "content": paper("en_sparse_attention.md")},
-                                 ctx)
-        answers = [r for r in fake_llm.stats().requests if QA_RULE in str(r["messages"])]
-        if out.get("error"):
-            assert "max_context_tokens" in one_error_line(out)
-            assert not answers
-        else:
-            (request,) = answers
-            system = str(request["messages"][0]["content"])
-            assert "<chunk n=\"1\"" in system or "<document" in system, system
-            # the material holds text of the paper, not only its wrapper
-            assert "learning rate" in system.lower() or "sparse" in system.lower(), system
+        ctx = self._window(window)
+        text = paper("en_sparse_attention.md")
+        out, _ = await run_graph({"query": QUESTION, "content": text}, ctx)
+        assert (out["error"], out["strategy"]) == (None, "full_content"), out["error"]
+        (request,) = [r for r in fake_llm.stats().requests if QA_RULE in str(r["messages"])]
+        system = str(request["messages"][0]["content"])
+        assert "<document" in system and "<chunk" not in system
+        assert text.strip() in system  # all of it
         assert_prompts_fit(fake_llm, ctx)
 
     async def test_the_best_passage_is_cut_to_fit_rather_than_dropped(
@@ -365,8 +400,19 @@ class TestSizes:
         docs = {f"d{i}": title + paper("en_sparse_attention.md") for i in range(3)}
         out, _ = await run_graph({"query": "Which learning rate does each paper use?",
                                   "document_contents": docs}, ctx)
+        assert (out["error"], out["strategy"]) == (None, "chunk_recall"), out["error"]
+        requests = fake_llm.stats().requests
+        (planner,) = [str(r["messages"][0]["content"]) for r in requests
+                      if "sub_questions" in str(r["messages"][0]["content"])]
+        # Each of the three documents listed, its 3,000-word title cut short (a document's
+        # title is clipped when it is read, and the planner caps each listed title again).
+        listed = re.findall(r"^- id (d\d): (.*)$", planner, re.M)
+        assert [d for d, _ in listed] == ["d0", "d1", "d2"]
+        assert all(t.endswith("…") and count_tokens(t) < 100 for _, t in listed), listed
+        assert "Title2999" not in planner
+        answer = " ".join(str(requests[-1]["messages"][0]["content"]).split())
+        assert QA_RULE in answer and "a learning rate of 3e-4" in answer
         assert_prompts_fit(fake_llm, ctx)
-        assert out["error"] is None or "max_context_tokens" in out["error"], out["error"]
 
 
 # --- faults: empty answers and timeouts ------------------------------------------------
@@ -434,12 +480,21 @@ class TestFaults:
     def test_a_short_llm_timeout_from_the_environment_applies(
         self, seeded: Seeded, llm_server: FakeOpenAIServer
     ) -> None:
-        llm_server.configure(latency=3.0)
+        # The server would answer after 30 s: each attempt gives up at 0.5 s, and after
+        # the node's 4 attempts (ERROR_RETRY, with backoff under 4 s in all) the run ends.
+        # Had the timeout not applied, the first attempt alone would have taken 30 s.
+        llm_server.configure(latency=30.0)
+        started = time.monotonic()
         result = run(["ask", "hello there", "--session", seeded.session_id],
                      llm_env(llm_server.base_url, seeded.home, SCHOLARFLOW_LLM_TIMEOUT="0.5"),
                      timeout=60)
+        elapsed = time.monotonic() - started
         # The timeout's wording (and its fix) belongs to llm.translate_api_error.
-        assert_clean_error(result, exit_code=EXIT_FAILED, names=["time"])
+        line = assert_clean_error(result, exit_code=EXIT_FAILED,
+                                  names=["SCHOLARFLOW_LLM_TIMEOUT"])
+        assert f"did not answer within 0.5 s after {ERROR_RETRY.max_attempts} attempts" in line
+        assert llm_server.stats().chat_calls == ERROR_RETRY.max_attempts
+        assert elapsed < 25, elapsed
         assert_no_secret(seeded.home, result.stdout, result.stderr)
         assert_intact(seeded)
 

@@ -76,7 +76,8 @@ def test_ingest_killed_at_random_moments_finishes_on_rerun(
     env = llm_env(llm_server.base_url, tmp_path / "home")
     folder = _folder(tmp_path)
     db = tmp_path / "home" / "kb" / "killed" / "index.sqlite"
-    rng = random.Random(int(os.environ.get("SCHOLARFLOW_TEST_SEED", time.time_ns())))
+    seed = int(os.environ.get("SCHOLARFLOW_TEST_SEED", time.time_ns()))
+    rng = random.Random(seed)  # a failure names it: SCHOLARFLOW_TEST_SEED replays the kills
     stored_counts = []
     for round_ in range(4):
         proc = _start_ingest([folder], env, "killed")
@@ -92,9 +93,10 @@ def test_ingest_killed_at_random_moments_finishes_on_rerun(
         proc.communicate(timeout=TIMEOUT)
         # A quick machine may finish a round before its kill comes (round 0 waits up to
         # 8 s): such a run must have succeeded; every other round was really killed.
-        assert proc.returncode in (-signal.SIGKILL, 0)
+        assert proc.returncode in (-signal.SIGKILL, 0), f"seed {seed}"
         stored_counts.append(len(_whole_documents(db)) if db.exists() else 0)
-    assert stored_counts == sorted(stored_counts)  # nothing stored was lost by a kill
+    # nothing stored was lost by a kill
+    assert stored_counts == sorted(stored_counts), f"seed {seed}: {stored_counts}"
     before = _whole_documents(db) if db.exists() else {}
     again = run(["ingest", str(folder), "--kb", "killed"], env)
     assert_clean_success(again)

@@ -3,7 +3,7 @@
 `scholarflow search ... | head -1`: the reader closes the pipe while the command
 still writes. Unix tools stop quietly then (SIGPIPE): no `error:` line, no
 traceback, no "Exception ignored" from the interpreter's flush at exit; the
-exit code is 0 or the shell's 141. What was stored before stays.
+exit code is the shell's 141 (128 + SIGPIPE). What was stored before stays.
 
 A SCHOLARFLOW_HOME that is a file (or inside one) is one line naming the setting
 and what to do, whatever the command: a command that only reads (search, route)
@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from scholarflow.cli.main import EXIT_PIPE_CLOSED
 from tests.integration.hostile.harness import (
     EXAMPLES,
     EXIT_BAD_REQUEST,
@@ -58,7 +59,7 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(
     finally:
         proc.kill()
         proc.stderr.close()
-    assert code in (0, 141), (code, stderr)
+    assert code == EXIT_PIPE_CLOSED, (code, stderr)  # each of these commands writes
     for said in ("error:", "Traceback", "Exception ignored", "BrokenPipe", "Broken pipe"):
         assert said not in stderr, stderr
     assert_intact(seeded)
