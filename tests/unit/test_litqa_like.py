@@ -8,10 +8,9 @@ the stem of the question (its options are answer candidates, not search terms), 
 the one the answer quotes and cites, with the planner shown what a first search found
 rather than a catalogue of titles. A question no passage speaks to is answered
 "insufficient" (nodes/evidence.py `support` under SUPPORT_FLOOR), naming the question's
-own option for it, with no model call to guess and no sources; so is one the model cannot
-settle: the option its first token ranks first changes when the options' order is
-reversed (nodes/option_pick.py). The right option is listed second, so that reversing the
-order moves it (B as asked, D reversed).
+own option for it, with no model call to guess and no sources; so is one whose stem,
+asked without the options (nodes/option_reading.py), gets an answer naming no option.
+The right option is listed second of five, not in the middle.
 """
 
 from __future__ import annotations
@@ -28,7 +27,6 @@ from scholarflow.nodes.candidates import CANDIDATE_DOCUMENTS
 from scholarflow.nodes.evidence import support
 from scholarflow.nodes.options import insufficient_option, split_options
 from scholarflow.nodes.recall import AIMED_CANDIDATES, MAX_LISTED_DOCUMENTS
-from scholarflow.prompts import OPTION_PICK_REMINDER
 from scholarflow.retrieval.kb_registry import open_knowledge_base
 from tests.conftest import run_graph
 from tests.support import FakeOpenAIServer
@@ -45,21 +43,16 @@ STEM = ("Which residue of the transporter LspT coordinates the copper ion in its
 OPTIONS = ["Cys112", "His148", "Met151", "His96",
            "Insufficient information to answer this question"]
 
-PICK_TURN = "Reply with only the letter"  # the hidden calls that read the answer's letter
-FREE_TURN = "Reply with only the answer itself"  # the stem alone, before the letters
+FREE_TURN = "Reply with only the answer itself"  # the stem asked without its options
 
 
-def pick_rules(first: dict[str, float], reversed_: dict[str, float], free: str = "not stated"
-               ) -> list[dict[str, Any]]:
-    """The hidden calls' replies: the stem alone after the sentences nearest it and after
-    the passages (`free`), then the letter calls' first tokens: as asked (its turn lists
-    the options the passages name) and with the options reversed ("A) Insufficient ...")."""
-    return [{"match": FREE_TURN, "role": "last_user", "reply": free},
-            {"match": r"A\) Insufficient information.*Options the passages name",
-             "role": "last_user",
-             "reply": max(reversed_, key=lambda k: reversed_[k]), "logprobs": reversed_},
-            {"match": "Options the passages name", "role": "last_user",
-             "reply": max(first, key=lambda k: first[k]), "logprobs": first}]
+def free_rules(*replies: str) -> list[dict[str, Any]]:
+    """The readings' replies, in order: the stem alone after the sentences nearest it, then
+    after the whole passages (the last reply stands for every later reading)."""
+    *first, last = replies
+    return [*({"match": FREE_TURN, "role": "last_user", "reply": r, "times": 1}
+              for r in first),
+            {"match": FREE_TURN, "role": "last_user", "reply": last}]
 
 
 def litqa_question(stem: str) -> str:
@@ -96,21 +89,16 @@ def _chunks(prompt: str) -> list[tuple[str, str]]:
 
 async def test_the_key_passage_reaches_the_answer_prompt(fake_llm: FakeOpenAIServer) -> None:
     await _library()
-    # The model picks an option and cites nothing (as small models do): the answer's
-    # sources still name the passage that supports it (nodes/attribution.py).
-    # The model's first token is the letter B, at 45%, A (named by a near miss) close
-    # behind: under SURE_SHARE, so the options are read reversed too, where His148 is D
-    # (nodes/option_pick.py).
-    fake_llm.configure(rules=pick_rules({"B": 0.45, "A": 0.35, "E": 0.15, "The": 0.05},
-                                        {"D": 0.6, "E": 0.4}))
+    # Over the sentences nearest the stem the model finds nothing; over the whole
+    # passages it answers in the key sentence's words, citing nothing (as small models
+    # do): the answer's sources still name the passage that supports it.
+    fake_llm.configure(rules=free_rules("not stated", "His148"))
     out, _ = await run_graph({"query": litqa_question(STEM), "kb": "lib"}, Context())
     assert out["error"] is None
     # A question with options is a precise question: the rules say so, no LLM call.
     assert (out["detected_intent"], out["intent_decided_by"]) == ("LITERATURE_QA", "rules")
-    # No planner call (the stem is the search): the stem alone after the sentences nearest
-    # it and after the passages ("not stated"), the one-token readings over the passages,
-    # as asked and reversed.
-    assert len(fake_llm.stats().requests) == 4
+    # No planner call (the stem is the search) and no answer call: the two readings.
+    assert [u["node"] for u in out["usage"]] == ["read_excerpt", "read_passages"]
     assert not any("sub_questions" in p for p in _prompts(fake_llm))
     # Recall searched the library by the stem alone, then inside the best candidate papers
     # of that search, the source paper among them, by the stem and the candidate answers
@@ -120,18 +108,15 @@ async def test_the_key_passage_reaches_the_answer_prompt(fake_llm: FakeOpenAISer
     aimed = plan[1:1 + AIMED_CANDIDATES]
     assert SOURCE in {s["doc_id"] for s in aimed}
     assert all(s["queries"] == [f"{STEM} {' '.join(OPTIONS[:4])}"] for s in aimed)
-    # The stem alone after the sentences nearest it (short: first), then after the
-    # passages, then the letter readings, the reversed order too: one after the other,
-    # so a server caching one prefix reads the passages once.
+    # The stem alone, never the options, after the sentences nearest it (short), then
+    # after the whole passages.
     requests = [r["messages"] for r in fake_llm.stats().requests]
-    assert [len(m) for m in requests] == [2, 2, 2, 2]
-    excerpt_prompt, free_prompt, answer_prompt, reversed_prompt = (
-        m[0]["content"] for m in requests)
-    assert free_prompt == reversed_prompt == answer_prompt
+    assert [len(m) for m in requests] == [2, 2]
+    excerpt_prompt, answer_prompt = (m[0]["content"] for m in requests)
     assert len(excerpt_prompt) < len(answer_prompt)
     for turn in (requests[0][-1]["content"], requests[1][-1]["content"]):
         assert turn.startswith(f"{STEM}\n\n(Reply with only the answer")
-        assert "Cys112" not in turn  # no option: the stem alone
+        assert "Cys112" not in turn and "His96" not in turn  # no option: the stem alone
     # Of the near misses' passages and the source paper's own, the key passage is the
     # best: listed last, next to the question; the near miss naming option A comes before.
     chunks = _chunks(answer_prompt)
@@ -141,22 +126,14 @@ async def test_the_key_passage_reaches_the_answer_prompt(fake_llm: FakeOpenAISer
     assert chunks[-1][0] == source_title and KEY_SENTENCE in chunks[-1][1]
     assert [KEY_SENTENCE in text for _, text in chunks].count(True) == 1
     assert any("Cys112" in text for title, text in chunks if title != source_title)
-    # The question's turn lists where the passages name each option (option_evidence.py),
-    # the right one by the key sentence of the last passage.
+    # The option, the key sentence that names it, cited, and what the model said.
     n = len(chunks)
-    turn = requests[2][-1]["content"]
-    assert "Options the passages name:" in turn
-    assert f'- B) His148: passage [{n}] says "{KEY_SENTENCE}"' in turn
-    assert "Options:\nA) Insufficient information" in requests[3][-1]["content"]
-    assert f"- D) His148: passage [{n}]" in requests[3][-1]["content"]
-    # The option, the passage sentence that names it, cited, and the model's share (0.45
-    # of the 0.95 the letters hold: "The" is no letter).
-    assert out["answer"] == (
-        f'B) His148\n\nPassage [{n}] says: "{KEY_SENTENCE}" [{n}]\n\n(The model ranked this '
-        "option first with the options in either order; with them as asked it gave it 47% "
-        "of its choice.)")
-    assert [(s["doc_id"], s["n"]) for s in out["sources"]] == [(SOURCE, n)]
-    assert PICK_TURN in OPTION_PICK_REMINDER.format()
+    first, quoted, said = out["answer"].split("\n\n")
+    assert first.startswith("B) His148")
+    assert quoted == f'Passage [{n}] says: "{KEY_SENTENCE}" [{n}]'
+    assert said == ('(Asked without the options, the model answered "His148" from the '
+                    'passages: this option.)')
+    assert {s["doc_id"] for s in out["sources"]} == {SOURCE}
 
 
 async def test_over_a_library_the_planner_sees_what_a_first_search_found(
@@ -179,12 +156,12 @@ async def test_a_chat_ui_gets_the_picked_answer_as_one_message(
     fake_llm: FakeOpenAIServer,
 ) -> None:
     """`messages` input and stream mode, as agent-chat-ui drives the server: the answer
-    written from the pick is the one AI message the thread keeps; the hidden letter call's
-    token never reaches the chat."""
+    written from the reading is the one AI message the thread keeps; the reading's own
+    reply never reaches the chat."""
     from langgraph.checkpoint.memory import InMemorySaver
 
     await _library()
-    fake_llm.configure(rules=pick_rules({"B": 0.8, "A": 0.1, "E": 0.1}, {"D": 0.9}))
+    fake_llm.configure(rules=free_rules("His148 (reading)"))
     graph = build_graph(checkpointer=InMemorySaver())
     config: Any = {"configurable": {"thread_id": uuid.uuid4().hex}}
     streamed: list[Any] = []
@@ -194,79 +171,55 @@ async def test_a_chat_ui_gets_the_picked_answer_as_one_message(
         streamed.append(message)
     kept = (await graph.aget_state(config)).values["messages"]
     assert [m.type for m in kept] == ["human", "ai"]
-    assert kept[-1].content.startswith("B) His148\n\nPassage [")
+    assert kept[-1].content.startswith("B) His148")
     assert KEY_SENTENCE in kept[-1].content
     assert [(m.id, m.content) for m in streamed] == [(kept[-1].id, kept[-1].content)]
+    assert not any("His148 (reading)" == m.content for m in streamed)
 
 
-async def test_an_answer_that_changes_with_the_order_is_answered_insufficient(
+async def test_an_answer_naming_a_wrong_papers_value_names_that_option(
+    fake_llm: FakeOpenAIServer,
+) -> None:
+    """The readings do not judge the model: an answer copied from a near miss names the
+    near miss's option, and the answer quotes the sentence that names it there."""
+    await _library()
+    fake_llm.configure(rules=free_rules("Cys112"))
+    out, _ = await run_graph({"query": litqa_question(STEM), "kb": "lib"}, Context())
+    assert out["answer"].startswith("A) Cys112")
+    assert [u["node"] for u in out["usage"]] == ["read_excerpt"]
+
+
+async def test_a_model_that_finds_no_answer_says_so_without_a_guess(
     fake_llm: FakeOpenAIServer,
 ) -> None:
     await _library()
-    # As asked the model ranks B (His148) first, under SURE_SHARE; reversed, B (His96,
-    # D as asked): the letter it favours, whatever stands there.
-    fake_llm.configure(rules=pick_rules({"B": 0.45, "A": 0.4, "E": 0.15},
-                                        {"B": 0.5, "D": 0.4, "A": 0.1}))
+    fake_llm.configure(rules=free_rules("Insufficient information"))
     out, _ = await run_graph({"query": litqa_question(STEM), "kb": "lib"}, Context())
-    assert out["error"] is None
     assert out["answer"] == (
         "E) Insufficient information to answer this question\n\nInsufficient information: "
-        "the passages do not settle this question. The model's choice changed with the "
-        "order of the options: B) His148 as asked, D) His96 with the order reversed.")
-    assert out["sources"] == []  # drawn from no passage
-    assert len(fake_llm.stats().requests) == 4  # no further call to write a guess
-
-
-async def test_an_answer_in_words_settles_what_the_letters_would_not(
-    fake_llm: FakeOpenAIServer,
-) -> None:
-    await _library()
-    # The letters change with the order (answered "insufficient" above); asked without the
-    # options, the model answers "His148" from the passages: option B, cited, one call.
-    fake_llm.configure(rules=pick_rules({"B": 0.45, "A": 0.4, "E": 0.15},
-                                        {"B": 0.5, "D": 0.4, "A": 0.1}, free="His148 [2]"))
-    out, _ = await run_graph({"query": litqa_question(STEM), "kb": "lib"}, Context())
-    assert out["error"] is None
-    assert out["answer"].startswith("B) His148\n\nPassage [")
-    assert KEY_SENTENCE in out["answer"]
-    assert out["answer"].endswith('(Asked without the options, the model answered "His148" '
-                                  'from the passages: this option.)')
-    assert {s["doc_id"] for s in out["sources"]} == {SOURCE}
-    assert len(fake_llm.stats().requests) == 1
-
-
-async def test_a_model_that_picks_the_insufficient_option_says_so(
-    fake_llm: FakeOpenAIServer,
-) -> None:
-    await _library()
-    fake_llm.configure(rules=pick_rules({"E": 0.9, "B": 0.1}, {"A": 0.8, "D": 0.2}))
-    out, _ = await run_graph({"query": litqa_question(STEM), "kb": "lib"}, Context())
-    assert out["answer"] == ("E) Insufficient information to answer this question\n\n"
-                             "Insufficient information: the model found no passage that "
-                             "answers this question (90% of its choice).")
+        "the passages do not settle this question. Asked without the options, the model "
+        "answered \"Insufficient information\", which names none of them.")
     assert out["sources"] == []
-    assert len(fake_llm.stats().requests) == 3  # sure as asked: not read reversed
+    assert [u["node"] for u in out["usage"]] == ["read_excerpt", "read_passages"]
 
 
-async def test_without_letter_probabilities_the_model_writes_the_answer(
+async def test_with_multiple_choice_off_the_model_writes_the_answer(
     fake_llm: FakeOpenAIServer,
 ) -> None:
     await _library()
-    # A server that gives no alternatives, or a first token that is no letter: the
-    # answer is streamed by the model as before, with its sources.
     fake_llm.configure(rules=[
-        {"match": FREE_TURN, "role": "last_user", "reply": "not stated"},
-        {"match": PICK_TURN, "role": "user", "reply": "The answer is B."},
         {"match": "precise question", "role": "system",
          "reply": "B) His148. In the crystal structure of LspT at pH 7.5 the copper ion is "
                   "bound to the imidazole of His148."}])
-    out, _ = await run_graph({"query": litqa_question(STEM), "kb": "lib"}, Context())
+    out, _ = await run_graph({"query": litqa_question(STEM), "kb": "lib"},
+                             Context(multiple_choice=False))
     assert out["error"] is None
     assert out["answer"].startswith("B) His148. In the crystal structure of LspT")
     assert {s["doc_id"] for s in out["sources"]} == {SOURCE}
-    # The stem alone after the sentences nearest it and after the passages ("not
-    # stated"), the letter after them (no letter), the answer.
-    assert len(fake_llm.stats().requests) == 4
+    assert [u["node"] for u in out["usage"]] == ["answer_generation"]
+    # The streamed answer's turn lists where the passages name each option.
+    turn = fake_llm.stats().requests[-1]["messages"][-1]["content"]
+    assert "Options the passages name:" in turn and f'B) His148: passage [' in turn
 
 
 async def test_a_question_no_passage_speaks_to_is_insufficient_without_a_guess(
@@ -363,20 +316,24 @@ def test_option_evidence_quotes_the_sentence_naming_each_option() -> None:
 
 
 def test_an_options_prompt_keeps_the_best_passages_and_those_naming_an_option() -> None:
-    from scholarflow.nodes.option_evidence import OPTION_PASSAGES, option_passages
+    from scholarflow.nodes.option_evidence import option_passages
+
+    best_n = Context().option_passages
 
     asked = split_options("Which residue binds the copper ion?\nA) His148\nB) Cys112\n"
                           "C) Insufficient information")
     best: list[Any] = [{"text": f"Passage {i} on the transporter's metal site."}
-                       for i in range(OPTION_PASSAGES)]
+                       for i in range(best_n)]
     naming: Any = {"text": "The copper ion is bound to His148 (Fig. 2C)."}
     neither: Any = {"text": "Insufficient information was found on other sites."}
     later: Any = {"text": "Cys112 lines the cavity."}
-    kept = option_passages(asked, [*best, neither, naming, later])
+    kept = option_passages(asked, [*best, neither, naming, later], best_n)
     # The best by rank, then the rest that name an option, in their order; the
     # "insufficient" option names no passage.
     assert kept == [*best, naming, later]
-    assert option_passages(asked, best[:3]) == best[:3]
+    assert option_passages(asked, best[:3], best_n) == best[:3]
+    # Fewer best ones kept when the context asks: the namers still follow.
+    assert option_passages(asked, [*best, neither, naming], 2) == [*best[:2], naming]
 
 
 async def test_a_comment_on_the_plan_of_a_multiple_choice_question_is_planned(
@@ -391,7 +348,7 @@ async def test_a_comment_on_the_plan_of_a_multiple_choice_question_is_planned(
     fake_llm.configure(rules=[
         {"match": "A person reviewed the search questions",
          "reply": '{"sub_questions": [{"question": "copper site of LspT"}]}'},
-        *pick_rules({"B": 0.8, "A": 0.2}, {"D": 0.9})])
+        *free_rules("His148")])
     graph = build_graph(checkpointer=InMemorySaver())
     config: Any = {"configurable": {"thread_id": uuid.uuid4().hex}}
     ctx = Context(review_plan=True)
