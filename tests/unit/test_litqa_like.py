@@ -174,7 +174,7 @@ async def test_a_chat_ui_gets_the_picked_answer_as_one_message(
     assert kept[-1].content.startswith("B) His148")
     assert KEY_SENTENCE in kept[-1].content
     assert [(m.id, m.content) for m in streamed] == [(kept[-1].id, kept[-1].content)]
-    assert not any("His148 (reading)" == m.content for m in streamed)
+    assert not any(m.content == "His148 (reading)" for m in streamed)
 
 
 async def test_an_answer_naming_a_wrong_papers_value_names_that_option(
@@ -219,7 +219,7 @@ async def test_with_multiple_choice_off_the_model_writes_the_answer(
     assert [u["node"] for u in out["usage"]] == ["answer_generation"]
     # The streamed answer's turn lists where the passages name each option.
     turn = fake_llm.stats().requests[-1]["messages"][-1]["content"]
-    assert "Options the passages name:" in turn and f'B) His148: passage [' in turn
+    assert "Options the passages name:" in turn and 'B) His148: passage [' in turn
 
 
 async def test_a_question_no_passage_speaks_to_is_insufficient_without_a_guess(
