@@ -114,19 +114,21 @@ class Answerer:
                 "lower reserved_answer_tokens, or shorten the question"
             )
 
-    async def stream_answer(self, system: str,
-                            citations: llm.TextFilter | None = None) -> str:
+    async def stream_answer(self, system: str, citations: llm.TextFilter | None = None,
+                            max_tokens: int | None = None) -> str:
         """Stream the answer; with `citations`, [n] naming no recalled chunk are dropped.
 
         The filter runs inside llm.stream, before the text goes out: the custom
         answer_chunk events and the `messages` stream carry the filtered text, so both
         add up to the answer saved, and nothing changes it after streaming.
+        `max_tokens`: the answer's bound, when shorter than the reserve.
         """
         if self.first_attempt:  # a retry must not close the thinking block again
             self.thinking.end()
         prompt = [("system", system), *self.history, ("user", self.turn)]
         result = await llm.stream(
             self.ctx, prompt, node=NODE, visible=True, text_filter=citations,
+            max_tokens=max_tokens,
             on_text=lambda text: emit("answer_chunk", content=text),
             on_reasoning=self.thinking.stream)
         self.usage.append(result.usage)

@@ -123,7 +123,8 @@ class PassageAnswerer(Answerer):
                 text = await citations.feed(text) + await citations.flush()
                 return self.send(text), sources_for(citations.cited, kept)
         quoting = WordsFirst(citations, kept, asked.stem, chinese=self.language != "English")
-        answer = await self.stream_answer(system, quoting)
+        bound = self.ctx.precise_answer_tokens if intent == Intent.LITERATURE_QA else None
+        answer = await self.stream_answer(system, quoting, bound)
         return answer, sources_for(citations.cited, kept)
 
     def unsupported(self, asked: Options, held: float) -> str:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import unicodedata
 
 from scholarflow.language import HAN
 
@@ -157,7 +158,9 @@ def content_terms(text: str) -> list[str]:
 
 
 def is_precise_question(text: str, min_terms: int = PRECISE_QUESTION_MIN_TERMS) -> bool:
-    """A question about a finding: interrogative, with at least `min_terms` research terms."""
+    """A question about a finding: interrogative, with at least `min_terms` research terms.
+    Read as the rules read it: NFKC, lower case, whitespace folded (idempotent)."""
+    text = " ".join(unicodedata.normalize("NFKC", text).lower().split())
     return is_question(text) and len(content_terms(text)) >= min_terms
 
 

@@ -42,6 +42,7 @@ from scholarflow.errors import (
     ScholarflowError,
 )
 from scholarflow.events import Thinking, node_complete
+from scholarflow.intents import Intent
 from scholarflow.language import is_chinese
 from scholarflow.llm import calls as llm
 from scholarflow.llm.budget import cap_tokens, prompt_budget
@@ -49,6 +50,7 @@ from scholarflow.nodes.candidates import candidate_documents, candidate_listing,
 from scholarflow.nodes.common import history_text
 from scholarflow.nodes.errors import user_message
 from scholarflow.nodes.intent import SUMMARY_INTENTS, TITLE_TOKENS
+from scholarflow.nodes.intent_form import is_precise_question
 from scholarflow.nodes.options import Options, insufficient_option, split_options
 from scholarflow.nodes.recall_scope import DIRECT_KB, prepare_recall, recall_scope, retriever_for
 from scholarflow.prompts import (
@@ -134,11 +136,14 @@ async def sub_question_generation(state: State, runtime: Runtime[Context]) -> di
         thinking.say(f"A first search found {len(candidates)} candidate document(s).")
     usage = []
     questions: list[SubQuestion] = []
-    # Options listed over a library: the stem is the search (recall_questions), unless a
-    # person asked for another plan. The stem is a precise search, and its options are
-    # searched inside the candidate papers: a planner would add a model call and its
-    # tokens, and its sub-questions would search for what these searches already find.
-    if listing is not None and asked.options and not state.get("plan_feedback"):
+    # A precise question over a library (options listed, or a question about one finding):
+    # the stem is the search, over the library and inside the candidate papers
+    # (recall_questions), unless a person asked for another plan: a planner would add a
+    # model call, and its sub-questions would search for what these searches find.
+    precise = asked.options or (
+        state.get("detected_intent") == Intent.LITERATURE_QA.value
+        and is_precise_question(stem, ctx.precise_question_min_terms))
+    if listing is not None and precise and not state.get("plan_feedback"):
         planned_by = "question"
     else:
         system = _planner_system(ctx, state, documents, listing)

@@ -139,17 +139,42 @@ async def test_the_key_passage_reaches_the_answer_prompt(fake_llm: FakeOpenAISer
 async def test_over_a_library_the_planner_sees_what_a_first_search_found(
     fake_llm: FakeOpenAIServer,
 ) -> None:
-    """A question without options is planned, from the candidates, not a catalogue."""
+    """A request that is not one precise question is planned, from the candidates, not a
+    catalogue."""
     await _library()
-    out, _ = await run_graph({"query": STEM, "kb": "lib", "mode_type": "LITERATURE_QA"},
+    request = ("The copper site of the transporter LspT in its crystal structure, and "
+               "the residues around it")
+    out, _ = await run_graph({"query": request, "kb": "lib", "mode_type": "LITERATURE_QA"},
                              Context())
     assert out["error"] is None
     planner = next(p for p in _prompts(fake_llm) if "sub_questions" in p)
     listed = re.findall(r"^- id (\w+): ", planner, re.M)
     assert len(listed) == CANDIDATE_DOCUMENTS < len(_papers())
     assert SOURCE in listed  # the source paper among them, with its best sentence
-    assert "found: \"# Structure of the copper transporter LspT" in planner
+    lines = planner.splitlines()
+    (at,) = [i for i, ln in enumerate(lines) if ln.startswith(f"- id {SOURCE}: ")]
+    assert "Structure of the copper transporter LspT" in lines[at]
+    assert lines[at + 1].startswith('  found: "') and "LspT" in lines[at + 1]
     assert "Calcium ions hold the adhesin RapA" not in planner  # not the whole catalogue
+
+
+async def test_a_precise_question_without_options_is_searched_as_asked_and_answered_short(
+    fake_llm: FakeOpenAIServer,
+) -> None:
+    """Asked as a researcher types it, without options: no planner call over a library
+    (the question is the search), the key passage reaches the prompt, and the answer is
+    bounded by precise_answer_tokens."""
+    await _library()
+    fake_llm.configure(rules=[{"match": "precise question", "role": "system",
+                               "reply": "His148 coordinates the copper ion."}])
+    out, _ = await run_graph({"query": STEM, "kb": "lib"}, Context(precise_answer_tokens=77))
+    assert (out["detected_intent"], out["intent_decided_by"]) == ("LITERATURE_QA", "rules")
+    assert [u["node"] for u in out["usage"]] == ["answer_generation"]  # no planner call
+    (answer,) = fake_llm.stats().requests
+    assert answer["max_tokens"] == 77
+    assert KEY_SENTENCE in " ".join(answer["messages"][0]["content"].split())
+    assert out["answer"].startswith("His148 coordinates the copper ion")
+    assert SOURCE in {s["doc_id"] for s in out["sources"]}
 
 
 async def test_a_chat_ui_gets_the_picked_answer_as_one_message(
