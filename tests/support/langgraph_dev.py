@@ -117,6 +117,7 @@ class Server:
     url: str
     log: Path
     home: Path
+    token: str | None = None  # a person's, for a server with auth on (sdk_client sends it)
 
     def log_tail(self) -> str:
         return f"--- langgraph dev log ({self.log}):\n{tail(self.log)}"
@@ -209,7 +210,7 @@ async def sdk_client(server: Server) -> AsyncIterator[LangGraphClient]:
     """A langgraph_sdk client of `server`, closed afterwards."""
     from langgraph_sdk import get_client
 
-    client = get_client(url=server.url)
+    client = get_client(url=server.url, api_key=server.token)
     try:
         yield client
     finally:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_core.runnables.config import var_child_runnable_config
@@ -62,7 +63,7 @@ async def test_a_token_is_shown_once_and_only_its_hash_is_kept(home: Path) -> No
     try:
         assert people.looks_like_token(token) and len(token) == 46
         assert await people.person_by_token(token) == ("ada", ("lab",))
-        stored = b"".join(p.read_bytes() for p in home.rglob("server.db*"))
+        stored = b"".join(p.read_bytes() for p in home.rglob("server.db*"))  # noqa: ASYNC240
         assert token.encode() not in stored
         assert people.token_hash(token).encode() in stored
         # A forged token, a truncated one, a hash offered as a token: nobody.
@@ -173,3 +174,28 @@ async def test_a_run_opens_only_what_its_person_may_read(server_home: Path) -> N
     await share("ada.lab", people=["bob"])
     with run_as("bob"):
         assert (await open_kb("ada.lab")).name == "ada.lab"
+
+
+async def test_a_cached_summary_is_served_only_for_the_very_same_text(home: Path) -> None:
+    """Two people give a document the same id: the summary of one's text is not the other's."""
+    from scholarflow.context import Context
+    from scholarflow.nodes.summary import cached_summaries
+    from scholarflow.state import DocumentInfo
+    from scholarflow.storage.cache_registry import close_all as close_caches
+    from scholarflow.storage.cache_registry import summary_cache
+    from scholarflow.storage.summary_cache import summary_cache_key
+
+    adas = document_from_text("Ada's unpublished result on sparse attention.", doc_id="paper")
+    bobs = document_from_text("Bob's notes on something else entirely.", doc_id="paper")
+
+    def info(doc: Any) -> DocumentInfo:
+        return DocumentInfo(doc_id=doc.doc_id, title=doc.title, tokens=9,
+                            content_hash=doc.content_hash)
+
+    try:
+        await summary_cache().set(summary_cache_key("paper", adas.content_hash), "Ada's summary")
+        assert await cached_summaries(Context(), [info(bobs)]) == {}
+        same = await cached_summaries(Context(), [info(adas)])
+        assert same["paper"]["summary"] == "Ada's summary"
+    finally:
+        await close_caches()
