@@ -25,7 +25,7 @@ from pydantic_core import ErrorDetails
 from scholarflow.errors import InvalidRequestError
 from scholarflow.intents import Intent
 from scholarflow.printable import undecodable
-from scholarflow.retrieval.index import InvalidKnowledgeBaseNameError, check_kb_name
+from scholarflow.retrieval.index import InvalidKnowledgeBaseNameError, check_kb_ref
 from scholarflow.sessions.models import check_session_id
 from scholarflow.state import InputState
 
@@ -103,10 +103,11 @@ def check_request_values(request: Mapping[str, Any]) -> str | None:
                            f"{_NO_SESSION}") from None
     if kb := request.get("kb"):
         try:
-            check_kb_name(kb)  # the knowledge bases' own rule
+            check_kb_ref(kb)  # the knowledge bases' own rule
         except InvalidKnowledgeBaseNameError:
             raise _refused(f"kb {_shown(kb)} is not a knowledge base name; use 1-64 letters, "
-                           "digits, '_' or '-', e.g. \"lab\"") from None
+                           "digits, '_' or '-', e.g. \"lab\", or PERSON/NAME for one "
+                           "another person shares with you") from None
     _check_ids("doc_ids", list(request.get("doc_ids") or []))
     _check_ids("document_contents", list(request.get("document_contents") or {}))
     if mode := request.get("mode_type"):

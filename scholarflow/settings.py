@@ -126,6 +126,12 @@ def _switch(env: str, raw: str) -> bool:
     return raw.lower() in {"1", "true"}
 
 
+def _on_off(env: str, raw: str) -> bool:
+    if raw.lower() not in {"on", "off", "1", "0", "true", "false"}:
+        raise _bad(env, "on or off", repr(raw))
+    return raw.lower() in {"on", "1", "true"}
+
+
 def _count(rule: str) -> Callable[[str, str], int]:
     """A parser of whole numbers of at least 1; `rule` says what the number is."""
     def parse(env: str, raw: str) -> int:
@@ -261,6 +267,20 @@ class Settings:
         "SCHOLARFLOW_PDF_READER", "pdfium", _choice("pdfium", "pypdf", "pymupdf"),
         "The PDF engine: pdfium (default, Apache/BSD), pypdf (pure Python) or pymupdf "
         "(AGPL: the opt-in extra scholarflow[pymupdf]).")
+
+    # A lab's server (scholarflow/server/)
+    server_auth = Setting(
+        "SCHOLARFLOW_AUTH", True, _on_off,
+        "on (default): the server asks every request for a person's token (`scholarflow "
+        "users add NAME`); off: no token, and everything is the local person's (one person "
+        "on localhost).")
+    upload_max_bytes = Setting(
+        "SCHOLARFLOW_UPLOAD_MAX_BYTES", 256_000_000, _count("a number of bytes, like 256000000"),
+        "The largest file the server takes in one upload, in bytes.")
+    upload_max_request_bytes = Setting(
+        "SCHOLARFLOW_UPLOAD_MAX_REQUEST_BYTES", 1_000_000_000,
+        _count("a number of bytes, like 1000000000"),
+        "The largest upload request (all its files together), in bytes.")
 
     debug = Setting(
         "SCHOLARFLOW_DEBUG", False, _on,

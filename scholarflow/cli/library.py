@@ -1,8 +1,9 @@
-"""`scholarflow kb list | docs KB | remove KB DOC_ID`: managing a library.
+"""`scholarflow kb list | docs KB | remove KB DOC_ID | share KB`: managing a library.
 
 Each prints JSON lines on stdout, as the other commands do: `list` one per
 knowledge base, `docs` one per document in the order added, `remove` one
-for the document removed. A wrong name or id is one `error:` line.
+for the document removed, `share` one with who may now read it (on a
+server: retrieval/owners.py). A wrong name or id is one `error:` line.
 """
 
 from __future__ import annotations
@@ -24,6 +25,12 @@ def add_parser(sub: Any) -> None:
     remove = verbs.add_parser("remove", help="remove a document (its text and chunks)")
     remove.add_argument("kb", metavar="KB")
     remove.add_argument("doc_id", metavar="DOC_ID")
+    share = verbs.add_parser("share", help="let people or groups of a server read a knowledge "
+                                           "base (PERSON/NAME for a person's)")
+    share.add_argument("kb", metavar="KB")
+    share.add_argument("--with", dest="people", action="append", default=[], metavar="PERSON")
+    share.add_argument("--group", dest="groups", action="append", default=[], metavar="GROUP")
+    share.add_argument("--revoke", action="store_true", help="take the reading back")
 
 
 async def run(args: argparse.Namespace) -> int:
@@ -34,6 +41,8 @@ async def run(args: argparse.Namespace) -> int:
             return await _list()
         if args.verb == "docs":
             return await _docs(args.kb)
+        if args.verb == "share":
+            return await _share(args)
         return await _remove(args.kb, args.doc_id)
     finally:
         await close_all()
@@ -72,4 +81,17 @@ async def _remove(name: str, doc_id: str) -> int:
             f"knowledge base {name!r} has no document {doc_id!r}; "
             f"`scholarflow kb docs {name}` lists its documents") from None
     print(safe_json({"doc_id": doc_id, "kb": name, "status": "removed"}), flush=True)
+    return 0
+
+
+async def _share(args: argparse.Namespace) -> int:
+    from scholarflow.retrieval.owners import LOCAL, share, writable
+    from scholarflow.storage.server_db import close_server_databases
+
+    try:
+        stored = await writable(LOCAL, args.kb)
+        readers = await share(stored, args.people, args.groups, revoke=args.revoke)
+    finally:
+        await close_server_databases()
+    print(safe_json({"kb": args.kb, "readers": readers}), flush=True)
     return 0

@@ -90,6 +90,8 @@ async def ingest_paths(
     *,
     on_result: OnResult | None = None,
     on_files: Callable[[int], None] | None = None,
+    names: Sequence[str] | None = None,
+    keep_open: bool = False,
 ) -> list[IngestResult]:
     """Ingest files and directories (their supported files, recursively, sorted) into `kb_name`.
 
@@ -97,6 +99,8 @@ async def ingest_paths(
     number of files once the paths are expanded (for a progress bar).
     Creates the knowledge base when it does not exist, with its first
     document: when every file fails, no empty knowledge base is left behind.
+    `names`: as for `ingest_files`, when every path is a file. `keep_open`: leave
+    the knowledge base open for the process's other users (a server's runs).
     """
     from scholarflow.retrieval.kb import KnowledgeBaseNotFoundError
     from scholarflow.retrieval.kb_registry import open_knowledge_base
@@ -130,22 +134,27 @@ async def ingest_paths(
         return kb
 
     try:
-        await _ingest(target, files, report, existing=kb)
+        await _ingest(target, files, report, existing=kb, names=names)
     finally:
-        if kb is not None:
+        if kb is not None and not keep_open:
             await kb.close()
     return results
 
 
 async def ingest_files(
-    kb: KnowledgeBase, files: Sequence[str | Path], *, on_result: OnResult | None = None
+    kb: KnowledgeBase, files: Sequence[str | Path], *, on_result: OnResult | None = None,
+    names: Sequence[str] | None = None,
 ) -> list[IngestResult]:
-    """Ingest these files into an open knowledge base, in order; one result per file."""
+    """Ingest these files into an open knowledge base, in order; one result per file.
+
+    `names` (one per file): what each is called instead of its path, in the results,
+    their errors and the stored `source` (an upload's file name, not where the server
+    keeps it meanwhile); a file of the same name replaces its earlier version."""
 
     async def target() -> KnowledgeBase:
         return kb
 
-    return await _ingest(target, files, on_result, existing=kb)
+    return await _ingest(target, files, on_result, existing=kb, names=names)
 
 
 async def _ingest(
@@ -154,6 +163,7 @@ async def _ingest(
     on_result: OnResult | None,
     *,
     existing: KnowledgeBase | None = None,
+    names: Sequence[str] | None = None,
 ) -> list[IngestResult]:
     """`ingest_files`, asking `target` for the knowledge base only once a file has to be stored.
 
@@ -164,23 +174,29 @@ async def _ingest(
     pending: asyncio.Task[_Read] | None = None
     versions = await _Versions.of(existing) if existing is not None else _Versions({})
 
-    def read(path: str | Path) -> asyncio.Task[_Read]:
-        return asyncio.create_task(asyncio.to_thread(_read_file, path, versions))
+    def name(index: int) -> str | None:
+        return names[index] if names is not None else None
+
+    def read(index: int) -> asyncio.Task[_Read]:
+        return asyncio.create_task(
+            asyncio.to_thread(_read_file, files[index], versions, name(index)))
 
     try:
         for index, file in enumerate(files):
-            current = pending or read(file)
+            current = pending or read(index)
             prepared, file_hash = await current
-            pending = read(files[index + 1]) if index + 1 < len(files) else None
+            pending = read(index + 1) if index + 1 < len(files) else None
+            shown = name(index) or str(file)
             if isinstance(prepared, DocumentError):
-                result = IngestResult(str(file), "error", error=_naming(str(file), prepared))
+                message = str(prepared).replace(str(file), shown)
+                result = IngestResult(shown, "error", error=_naming(shown, DocumentError(message)))
             elif isinstance(prepared, StoredDocument):
-                result = IngestResult(str(file), "unchanged", doc_id=prepared.doc_id,
+                result = IngestResult(shown, "unchanged", doc_id=prepared.doc_id,
                                       title=prepared.title, chunks=prepared.chunks,
                                       tokens=prepared.tokens)
             else:
-                result = await _store(await target(), str(file), prepared, versions=versions,
-                                      path=file, file_hash=file_hash)
+                result = await _store(await target(), shown, prepared, versions=versions,
+                                      path=file, file_hash=file_hash, name=name(index))
             results.append(result)
             if on_result is not None:
                 on_result(result)
@@ -195,13 +211,13 @@ async def _ingest(
 _Read = tuple[Prepared | StoredDocument | DocumentError, str | None]
 
 
-def _read_file(path: str | Path, versions: _Versions) -> _Read:
+def _read_file(path: str | Path, versions: _Versions, name: str | None = None) -> _Read:
     """Blocking: hash the file; extract and chunk it unless it is stored with these bytes."""
     try:
         digest = "sha256:" + hashlib.sha256(read_document_bytes(path)).hexdigest()
     except DocumentError:
         digest = None  # reading it again below reports why
-    if digest is not None and (known := versions.unchanged(_absolute(path), digest)):
+    if digest is not None and (known := versions.unchanged(name or _absolute(path), digest)):
         return known, digest
     return _prepare_or_error(path), digest
 
@@ -331,14 +347,16 @@ def _prepare_or_error(path: str | Path) -> Prepared | DocumentError:
 async def _store(
     kb: KnowledgeBase, source: str, prepared: Prepared, *,
     versions: _Versions | None = None, path: str | Path | None = None,
-    file_hash: str | None = None,
+    file_hash: str | None = None, name: str | None = None,
 ) -> IngestResult:
     """Add a prepared document; with `versions`, the earlier versions of the file at `path`
-    are removed in the same `add`."""
+    (or called `name`) are removed in the same `add`."""
     stored = prepared.stored()
+    if name is not None:  # an upload's title falls back on its name, not the staged file's
+        stored = replace(stored, title=_renamed_title(stored.title, path, name))
     replaces: tuple[str, ...] = ()
     if versions is not None and path is not None:
-        absolute = _absolute(path)
+        absolute = name or _absolute(path)
         stored = replace(stored, source=absolute, file_hash=file_hash)
         replaces = versions.of_file(absolute, str(path), stored.doc_id)
     # Checked first so an unchanged file costs no embedding; `add` says so too
@@ -350,6 +368,11 @@ async def _store(
     return IngestResult(source, "added" if added else "unchanged", doc_id=stored.doc_id,
                         title=stored.title, chunks=stored.chunks, tokens=stored.tokens,
                         replaced=replaces if added else ())
+
+
+def _renamed_title(title: str, path: str | Path | None, name: str) -> str:
+    """A title taken from the staged file's name becomes the upload's name."""
+    return Path(name).stem or title if path is not None and title == Path(path).stem else title
 
 
 def _absolute(path: str | Path) -> str:

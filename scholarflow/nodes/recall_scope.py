@@ -1,8 +1,10 @@
 """Where recall happens for a request: a knowledge base, or the documents given directly.
 
 Documents given directly (`--file`, `content`, `document_contents`) that need
-recall are ingested into a scratch knowledge base, `_direct`, keyed by
-content hash, so asking again about the same file costs no re-indexing.
+recall are ingested into a scratch knowledge base, `_direct` (each person's own
+on a server: retrieval/access.py), by doc_id with their content hash, so asking
+again about the same file costs no re-indexing, and an id given again with
+another text is indexed again.
 The scratch knowledge base is a cache, bounded: when new documents would
 take it over `SCRATCH_MAX_BYTES` on disk, it is emptied first.
 A request with both searches both: the knowledge base and the scratch one.
@@ -22,6 +24,7 @@ from scholarflow.ingest.documents import document_from_text
 from scholarflow.retrieval.access import open_kb
 from scholarflow.retrieval.index import DEFAULT_KB
 from scholarflow.retrieval.kb import KnowledgeBase, Retriever
+from scholarflow.retrieval.owners import split_stored
 from scholarflow.settings import Settings, get_settings
 from scholarflow.state import DocumentInfo, State
 
@@ -66,20 +69,25 @@ async def index_direct_documents(kb: KnowledgeBase, contents: dict[str, str]) ->
     # would otherwise queue on SQLite's write lock, past its busy timeout under load,
     # and the bound below must not be checked by two tasks at once.
     async with loop_lock("scratch-index"):
-        present = {d.doc_id for d in await kb.documents(list(contents))}
+        documents = {d: document_from_text(t, doc_id=d) for d, t in contents.items()}
+        indexed = await kb.documents(list(contents))
+        present = {d.doc_id for d in indexed if d.content_hash == documents[d.doc_id].content_hash}
+        # An id given before with another text: that text's chunks go, this one's come in.
+        for stale in {d.doc_id for d in indexed} - present:
+            await kb.remove(stale)
         incoming = sum(len(contents[d]) for d in set(contents) - present)  # chars: near bytes
         if incoming and await _over_bound(kb, incoming * _DISK_PER_TEXT_BYTE):
             kb = await _emptied(kb)
             present = set()
-        for doc_id, text in contents.items():
+        for doc_id, document in documents.items():
             if doc_id not in present:
-                await add_document(kb, document_from_text(text, doc_id=doc_id))
+                await add_document(kb, document)
 
 
 
 async def _over_bound(kb: KnowledgeBase, adding: int) -> bool:
     folder = getattr(kb, "folder", None)  # the embedded index; Elasticsearch bounds its own
-    return (kb.name == DIRECT_KB and isinstance(folder, Path)
+    return (split_stored(kb.name)[1] == DIRECT_KB and isinstance(folder, Path)
             and await asyncio.to_thread(_folder_bytes, folder) + adding > SCRATCH_MAX_BYTES)
 
 

@@ -25,10 +25,11 @@ from scholarflow.llm.window import probe_window
 from scholarflow.nodes.errors import failure_update
 from scholarflow.nodes.guard import scrubbed
 from scholarflow.request_schema import check_request_values
-from scholarflow.retrieval.access import open_kb
+from scholarflow.retrieval.access import open_kb, run_person
 from scholarflow.retrieval.index import DEFAULT_KB
 from scholarflow.retrieval.index.tokenize import has_words
-from scholarflow.retrieval.kb import DocumentNotFoundError
+from scholarflow.retrieval.kb import DocumentNotFoundError, KnowledgeBaseNotFoundError
+from scholarflow.retrieval.owners import missing, readable
 from scholarflow.sessions.conversation import (
     META,
     active_tokens,
@@ -81,38 +82,71 @@ def thread_session_id(state: State) -> str:
     return asked or (known["session_id"] if known else str(uuid.uuid4()))
 
 
-async def gather_documents(state: State) -> tuple[list[DocumentInfo], dict[str, str]]:
-    """The request's documents and the texts given directly.
+async def run_kb(state: State) -> str | None:
+    """The stored name of the knowledge base the request reads (`kb`, else "default" when
+    it names stored documents by id), checked against the run's person
+    (retrieval/owners.py): one they may not read is missing to them. None when the
+    request reads none."""
+    ref = state.get("kb")
+    if not ref and not _stored_ids(state, _direct_documents(state)):
+        return None
+    return await readable(run_person(), ref or DEFAULT_KB)
 
-    First `content` and `document_contents`; then `doc_ids` from the knowledge
-    base (`kb`, else "default"), or every document of `kb` when no id is named.
-    Texts of stored documents are read later, only where a strategy needs them.
-    """
+
+def _direct_documents(state: State) -> dict[str, Document]:
     direct: dict[str, Document] = {}
     if content := state.get("content"):
         doc = document_from_text(content)
         direct[doc.doc_id] = doc
     for doc in documents_from_mapping(state.get("document_contents") or {}):
         direct.setdefault(doc.doc_id, doc)
+    return direct
+
+
+def _stored_ids(state: State, direct: dict[str, Document]) -> list[str]:
+    return [d for d in state.get("doc_ids") or [] if d not in direct]
+
+
+async def gather_documents(
+    state: State, *, stored_kb: str | None = None
+) -> tuple[list[DocumentInfo], dict[str, str]]:
+    """The request's documents and the texts given directly.
+
+    First `content` and `document_contents`; then `doc_ids` from the knowledge
+    base (`kb`, else "default"), or every document of `kb` when no id is named.
+    Texts of stored documents are read later, only where a strategy needs them.
+    `stored_kb`: `run_kb(state)`, when the caller has it already.
+    """
+    direct = _direct_documents(state)
     infos = [
         DocumentInfo(doc_id=d.doc_id, title=d.title, tokens=count_tokens(d.content),
                      content_hash=d.content_hash)
         for d in direct.values()
     ]
-    kb_name = state.get("kb")
-    wanted = [d for d in state.get("doc_ids") or [] if d not in direct]
-    if kb_name or wanted:
-        kb = await open_kb(kb_name or DEFAULT_KB)
+    shown = state.get("kb") or DEFAULT_KB
+    wanted = _stored_ids(state, direct)
+    if state.get("kb") or wanted:
+        kb = await _open_named(shown, stored_kb or await run_kb(state))
         stored = await kb.documents(wanted or None)
-        if missing := sorted(set(wanted) - {s.doc_id for s in stored}):
+        if absent := sorted(set(wanted) - {s.doc_id for s in stored}):
             raise DocumentNotFoundError(
-                f"no document {', '.join(missing)} in knowledge base {kb.name!r}; "
-                f"see `scholarflow search QUERY --kb {kb.name}`"
+                f"no document {', '.join(absent)} in knowledge base {shown!r}; "
+                f"see `scholarflow search QUERY --kb {shown}`"
             )
         infos += [DocumentInfo(doc_id=s.doc_id, title=s.title, tokens=s.tokens,
                                content_hash=s.content_hash)
                   for s in stored if s.doc_id not in direct]
     return infos, {d.doc_id: d.content for d in direct.values()}
+
+
+async def _open_named(shown: str, stored: str | None) -> Any:
+    """The knowledge base a person named `shown`; a missing one is named as they named it."""
+    try:
+        return await open_kb(stored or shown)
+    except KnowledgeBaseNotFoundError:
+        if run_person().is_local:
+            raise  # its message says how to create it with `scholarflow ingest`
+        raise missing(shown) from None
 
 
 def document_budget(ctx: Context, *, session_tokens: int, query_tokens: int) -> int:
@@ -164,12 +198,12 @@ async def _prepare(ctx: Context, state: State, question: str, earlier: list[Any]
     thinking = Thinking(ctx.show_thinking, "request_init")
     thinking.start()
     session_tokens = active_tokens(earlier)
-    infos, contents = await gather_documents(state)
+    kb_name = await run_kb(state)  # the stored name, checked: later nodes open this one
+    infos, contents = await gather_documents(state, stored_kb=kb_name)
     budget = document_budget(ctx, session_tokens=session_tokens, query_tokens=query_tokens)
     direct = fits_whole(ctx, infos, budget)
-    kb_name = state.get("kb")
-    if direct and infos[0]["doc_id"] not in contents:  # one stored document, read whole
-        kb = await open_kb(kb_name or DEFAULT_KB)
+    if direct and infos[0]["doc_id"] not in contents and kb_name:  # one stored, read whole
+        kb = await open_kb(kb_name)
         contents[infos[0]["doc_id"]] = await kb.document_text(infos[0]["doc_id"])
 
     doc_tokens = sum(i["tokens"] for i in infos)

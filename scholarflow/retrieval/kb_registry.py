@@ -19,7 +19,7 @@ import weakref
 from scholarflow.errors import NotSupportedError
 from scholarflow.extras import require
 from scholarflow.retrieval.embeddings import Embedder, default_embedder
-from scholarflow.retrieval.index import DEFAULT_KB, check_kb_name
+from scholarflow.retrieval.index import DEFAULT_KB, check_stored_name
 from scholarflow.retrieval.index.embedded import (
     DB_FILENAME,
     EmbeddedKnowledgeBase,
@@ -56,7 +56,7 @@ async def open_knowledge_base(
     built with and a new one `default_embedder()`; a given embedder must be
     the one it was built with (EmbedderMismatchError).
     """
-    check_kb_name(name)
+    check_stored_name(name)
     if url := get_settings().es_url:
         require("elasticsearch", ES_URL_ENV)
         from scholarflow.retrieval.index.elastic import ElasticsearchKnowledgeBase

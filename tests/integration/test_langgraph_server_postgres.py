@@ -7,13 +7,17 @@ as the server's checkpointer; these tests serve it against the local PostgreSQL
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from scholarflow.errors import BackendUnavailableError, ConfigurationError
@@ -22,8 +26,10 @@ from tests.conftest import EXAMPLES, INTENT_RULE
 from tests.support.langgraph_dev import (
     LANGGRAPH,
     NO_CLI,
+    REPO,
     Fake,
     Server,
+    clean_env,
     free_port,
     launch_server,
     script,
@@ -61,9 +67,20 @@ def pg_server(fake: Fake, workdir: Path, postgres_url: str) -> Iterator[Server]:
     # usually there already, so the server does not wait on their first CREATE INDEX
     # CONCURRENTLY (which waits for every open transaction in the database). The rows
     # of this module's threads are deleted afterwards.
-    with start_server(workdir, fake, config=CONFIG,
+    # Auth on, as a lab runs it: the person is added (to PostgreSQL) as an operator would.
+    name = f"pg{uuid.uuid4().hex[:12]}"
+    with start_server(workdir, fake, config=CONFIG, auth=True,
                       env={"SCHOLARFLOW_DATABASE_URL": postgres_url}) as started:
-        yield started
+        env = {**clean_env(started.home), "SCHOLARFLOW_DATABASE_URL": postgres_url}
+        added = subprocess.run([sys.executable, "-m", "scholarflow.cli", "users", "add", name],
+                               cwd=REPO, env=env, capture_output=True, text=True, timeout=60,
+                               check=False, stdin=subprocess.DEVNULL)
+        assert added.returncode == 0, added.stderr
+        try:
+            yield dataclasses.replace(started, token=json.loads(added.stdout)["token"])
+        finally:
+            _rows(postgres_url, "DELETE FROM scholarflow_people WHERE name = %s RETURNING name",
+                  name)
 
 
 def _paper() -> str:
@@ -95,8 +112,13 @@ async def test_the_servers_checkpoints_land_in_postgres(
     url = postgres_url
     await script(fake, rules=[{"match": INTENT_RULE, "reply": INTENT_QA},
                               {"match": QA_RULE, "reply": ANSWER}])
-    client = get_client(url=pg_server.url)
+    client = get_client(url=pg_server.url, api_key=pg_server.token)
     thread_id = str((await client.threads.create())["thread_id"])
+    # The person's thread, the token looked up in PostgreSQL; no token: refused.
+    assert (await client.threads.get(thread_id))["metadata"]["owner"].startswith("pg")
+    async with httpx.AsyncClient() as anonymous:
+        refused = await anonymous.post(f"{pg_server.url}/threads/search", json={})
+    assert refused.status_code == 401, refused.text
     try:
         first = await stream(pg_server, thread_id, input={"query": QUESTION, "content": _paper()},
                              context={"openai_api_key": SECRET})

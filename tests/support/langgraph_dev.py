@@ -117,6 +117,7 @@ class Server:
     url: str
     log: Path
     home: Path
+    token: str | None = None  # a person's, for a server with auth on (sdk_client sends it)
 
     def log_tail(self) -> str:
         return f"--- langgraph dev log ({self.log}):\n{tail(self.log)}"
@@ -170,10 +171,15 @@ def launch_server(
 @contextmanager
 def start_server(
     workdir: Path, fake: Fake, *, config: str = "langgraph.json",
-    env: dict[str, str] | None = None, name: str = "langgraph_dev",
+    env: dict[str, str] | None = None, name: str = "langgraph_dev", auth: bool = False,
 ) -> Iterator[Server]:
-    """`langgraph dev` on `config`, answering /ok, with its LLM at the fake."""
-    full_env = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "dummy-server-key"}
+    """`langgraph dev` on `config`, answering /ok, with its LLM at the fake.
+
+    The repository's configs ask every request for a person's token (scholarflow/server/);
+    a test about something else runs its server with `SCHOLARFLOW_AUTH=off`, as one person
+    on localhost would, unless it passes `auth=True`."""
+    full_env = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "dummy-server-key",
+                "SCHOLARFLOW_AUTH": "on" if auth else "off"}
     full_env.update(env or {})
     proc, server = launch_server(workdir, config=config, env=full_env, name=name)
     try:
@@ -204,7 +210,7 @@ async def sdk_client(server: Server) -> AsyncIterator[LangGraphClient]:
     """A langgraph_sdk client of `server`, closed afterwards."""
     from langgraph_sdk import get_client
 
-    client = get_client(url=server.url)
+    client = get_client(url=server.url, api_key=server.token)
     try:
         yield client
     finally:

@@ -26,7 +26,7 @@ import numpy as np
 
 from scholarflow.errors import ConfigurationError, InputError
 from scholarflow.retrieval.embeddings import Embedder, Vectors, default_embedder, embedder_named
-from scholarflow.retrieval.index import check_kb_name
+from scholarflow.retrieval.index import check_stored_name
 from scholarflow.retrieval.index import embedded_sql as sql
 from scholarflow.retrieval.index.crosslingual import lexical_query
 from scholarflow.retrieval.index.lexicon import lexicon
@@ -85,7 +85,7 @@ class EmbeddedKnowledgeBase:
         Without an `embedder` it uses the one the knowledge base was built
         with; with one, that must be the same model.
         """
-        check_kb_name(name)
+        check_stored_name(name)
         folder = kb_root() / name
         exists = await asyncio.to_thread((folder / DB_FILENAME).is_file)
         if not exists and not create:
@@ -122,7 +122,7 @@ class EmbeddedKnowledgeBase:
     @staticmethod
     async def describe(name: str) -> KnowledgeBaseInfo:
         """Its counts, read without opening it for search (no embedder needed)."""
-        folder = kb_root() / check_kb_name(name)
+        folder = kb_root() / check_stored_name(name)
         if not await asyncio.to_thread((folder / DB_FILENAME).is_file):
             raise KnowledgeBaseNotFoundError(f"no knowledge base {name!r}")
         db = SqliteDatabase(folder / DB_FILENAME, sql.SCHEMA, remedy=_remedy(name))
