@@ -301,8 +301,11 @@ def as_context(ctx: Any, schema: type[Any] = Context) -> Context:
         if unknown := [k for k in ctx if k not in known]:
             close = difflib.get_close_matches(str(unknown[0]), known, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise InvalidContextError(f"invalid context: unknown field {_shown(unknown[0])}"
-                                      f"{hint}; the fields are {', '.join(known)}")
+            # Every field named would make a line too long to read: the schema lists them.
+            raise InvalidContextError(
+                f"invalid context: unknown field {_shown(unknown[0])}{hint}; leave it out, or "
+                f"use one of the {len(known)} fields of the graph's context schema "
+                "(scholarflow.Context; Studio's configuration panel lists them)")
         return Context(**ctx)
     return Context(**{f.name: getattr(ctx, f.name) for f in fields(ctx)})
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 import uuid
 from collections import Counter
@@ -181,7 +182,8 @@ async def test_the_sdk_gets_the_same_events_as_the_cli(
     assert cli and cli[-1]["type"] == "final_answer", [e.get("type") for e in cli]
     assert served.custom and served.custom[-1]["type"] == "final_answer", served.types()
     assert set(served.types()) <= EVENT_TYPES
-    server_events, cli_events = normalised(served.custom), normalised(cli)
+    server_events, cli_events = (_untimed(normalised(served.custom)),
+                                 _untimed(normalised(cli)))
     if not any("doc_id" in e for e in cli_events):
         assert server_events == cli_events
         return
@@ -196,6 +198,15 @@ async def test_the_sdk_gets_the_same_events_as_the_cli(
         json.dumps(e, sort_keys=True) for e in cli_events)
     kinds = set(served.types())
     assert {"doc_summary_init", "doc_summary_complete", "doc_summary_error"} <= kinds, kinds
+
+
+def _untimed(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The events with the cost estimate's time cut off: it comes from the model speed each
+    process has measured (llm/rates.py), which the server and a new CLI process differ in."""
+    for e in events:
+        if e.get("node") == "cost_check" and isinstance(e.get("content"), str):
+            e["content"] = re.sub(r"reply tokens, .*", "reply tokens, <time>", e["content"])
+    return events
 
 
 # --- threads -----------------------------------------------------------------------------------
@@ -403,7 +414,8 @@ async def test_twenty_concurrent_runs_share_one_llm_limit(server: Server, fake: 
         assert len(finals) == 1, run.types()
         # The echo model answers with the run's own question: no run got another's reply.
         assert finals[0]["answer"] == f"ok: {question}", finals[0]["answer"]
-    assert stats["chat_calls"] == 2 * LOAD_RUNS  # intent + answer per run
+    # The answer per run: a precise question is LITERATURE_QA by the rules, no intent call.
+    assert stats["chat_calls"] == LOAD_RUNS
     assert stats["in_flight"] == 0
     assert stats["max_in_flight"] == LOAD_CAP, stats["max_in_flight"]
     ideal = stats["chat_calls"] * LOAD_LATENCY / LOAD_CAP

@@ -124,7 +124,7 @@ CONTEXTS: list[tuple[str, Callable[[], Any], list[str]]] = [
      ["similarity_threshold must be between 0 and 1", "default 0.2"]),
     ("dict-top_n-negative", lambda: {"top_n": -1}, ["top_n must be at least 1, not -1"]),
     ("dict-unknown-key", lambda: {"topn": 5},
-     ["unknown field 'topn'", "did you mean 'top_n'", "the fields are model_name"]),
+     ["unknown field 'topn'", "did you mean 'top_n'", "fields of the graph's context schema"]),
     ("dict-wrong-type", lambda: {"show_thinking": "no"},
      ["show_thinking must be true or false, not 'no'"]),
 ]
@@ -133,7 +133,7 @@ CONTEXTS: list[tuple[str, Callable[[], Any], list[str]]] = [
 def assert_one_clear_line(exc: BaseException, says: list[str]) -> str:
     message = str(exc)
     assert "\n" not in message and "\r" not in message, repr(message)
-    assert len(message) < 600, message  # the longest lists the context's 22 fields
+    assert len(message) < 400, message  # one line a person reads whole
     assert message.startswith(("invalid request: ", "invalid context: ")), message
     assert "; " in message, f"no fix after the problem: {message}"
     for words in says:
