@@ -20,6 +20,7 @@ from scholarflow.context import Context, first_attempt, get_context
 from scholarflow.errors import ScholarflowError
 from scholarflow.events import Thinking
 from scholarflow.intents import Intent
+from scholarflow.llm.budget import answer_reserve
 from scholarflow.llm.model import endpoint_key
 from scholarflow.llm.reasoning import thinks
 from scholarflow.nodes.answer_base import DIRECT_PROMPTS, NODE, Answerer
@@ -123,7 +124,9 @@ class PassageAnswerer(Answerer):
                 text = await citations.feed(text) + await citations.flush()
                 return self.send(text), sources_for(citations.cited, kept)
         quoting = WordsFirst(citations, kept, asked.stem, chinese=self.language != "English")
-        bound = self.ctx.precise_answer_tokens if intent == Intent.LITERATURE_QA else None
+        # Never over the reserve the prompt's room was counted with (a small window's).
+        bound = (min(self.ctx.precise_answer_tokens, answer_reserve(self.ctx))
+                 if intent == Intent.LITERATURE_QA else None)
         answer = await self.stream_answer(system, quoting, bound)
         return answer, sources_for(citations.cited, kept)
 

@@ -204,8 +204,12 @@ def _untimed(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The events with the cost estimate's time cut off: it comes from the model speed each
     process has measured (llm/rates.py), which the server and a new CLI process differ in."""
     for e in events:
-        if e.get("node") == "cost_check" and isinstance(e.get("content"), str):
+        if e.get("node") != "cost_check":
+            continue
+        if isinstance(e.get("content"), str):
             e["content"] = re.sub(r"reply tokens, .*", "reply tokens, <time>", e["content"])
+        if "seconds" in e:
+            e["seconds"] = "<time>"
     return events
 
 

@@ -199,7 +199,7 @@ async def test_summaries_and_partial_reports_carry_a_length_bound(
     # Summaries of ~1000 tokens (the scripted server ignores the bound): 30 of them
     # need ~4 groups, so each report's share of the merge is under the answer reserve.
     ctx = Context(max_context_tokens=14_000, reserved_answer_tokens=4_000,
-                  system_tokens_estimate=500)
+                  system_tokens_estimate=500, approval_documents=None)  # 30: no pause
     docs = {f"d{i}": f"# Paper {i}\n\n" + "text " * 200 for i in range(30)}
     out, _ = await run_graph({"query": "Summarize these papers", "document_contents": docs},
                              ctx)
