@@ -168,6 +168,39 @@ def _http_url(env: str, raw: str) -> str:
     return url
 
 
+def server_url_problem(raw: str) -> str | None:
+    """Why `raw` is not the address of a lab's server (http(s)://host[:port][/path], with
+    no user, password, query or fragment: the token goes in a header), or None."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(raw)
+        parts.port  # noqa: B018 - a port that is no number raises here
+    except ValueError:
+        return "not a URL"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "not an http(s) URL with a host, like https://lab.example.org"
+    if parts.username is not None or parts.password is not None:
+        return "a URL with a user or password in it (the token goes in SCHOLARFLOW_TOKEN)"
+    if parts.query or parts.fragment:
+        return "a URL with a query or fragment (the token goes in SCHOLARFLOW_TOKEN)"
+    return None
+
+
+def _server_url(env: str, raw: str) -> str:
+    if (why := server_url_problem(raw)) is not None:
+        raise ConfigurationError(f"{env} is {why}: fix or unset {env}")
+    return raw.rstrip("/")
+
+
+def _token(env: str, raw: str) -> Secret:
+    # Never shown, not even in the error: printable ASCII without spaces, as a header needs.
+    if not all("!" <= c <= "~" for c in raw):
+        raise ConfigurationError(f"{env} holds spaces or characters a token never has (a "
+                                 f"copy-paste mistake?): set it to the token alone")
+    return Secret(raw)
+
+
 _WHOLE = "a whole number of at least 1"
 
 
@@ -281,6 +314,14 @@ class Settings:
         "SCHOLARFLOW_UPLOAD_MAX_REQUEST_BYTES", 1_000_000_000,
         _count("a number of bytes, like 1000000000"),
         "The largest upload request (all its files together), in bytes.")
+    server: Setting[str | None] = Setting(
+        "SCHOLARFLOW_SERVER", None, _server_url,
+        "A lab's server for the CLI's ingest, kb, ask, resume and sessions (what --server "
+        "gives); unset: this machine's data.", url=True)
+    server_token: Setting[Secret | None] = Setting(
+        "SCHOLARFLOW_TOKEN", None, _token,
+        "Your token on that server (the operator's `scholarflow users add` prints it).",
+        secret=True)
 
     debug = Setting(
         "SCHOLARFLOW_DEBUG", False, _on,

@@ -10,3 +10,8 @@ EXIT_BAD_INPUT = 2
 
 class CliError(ScholarflowError):
     """A bad request caught before the graph runs."""
+
+
+class RunFailedError(ScholarflowError):
+    """A command that failed without the request being wrong: a server that could not be
+    reached, or failed (exit 1)."""

@@ -18,8 +18,9 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, NoReturn, cast
 
 from scholarflow.cli import kb as cli_kb
+from scholarflow.cli import remote as cli_remote
 from scholarflow.cli import users as cli_users
-from scholarflow.cli.exits import EXIT_BAD_INPUT, EXIT_RUN_FAILED, CliError
+from scholarflow.cli.exits import EXIT_BAD_INPUT, EXIT_RUN_FAILED, CliError, RunFailedError
 from scholarflow.context import Context
 from scholarflow.errors import InternalError, RetryableLLMError, ScholarflowError
 from scholarflow.intents import Intent
@@ -87,6 +88,7 @@ def _parser() -> argparse.ArgumentParser:
     delete.add_argument("session_id")
     cli_kb.add_parsers(sub)
     cli_users.add_parser(sub)
+    cli_remote.add_arguments(parser, sub.choices)
     return parser
 
 
@@ -149,16 +151,16 @@ def _mode(value: str | None) -> str | None:
         raise CliError(f"invalid --mode: {exc}") from None
 
 
-async def _graph_input(args: argparse.Namespace, question: str) -> dict[str, Any]:
+async def _graph_input(args: argparse.Namespace, question: str, *,
+                       check_kb: Callable[[str], str] | None = None) -> dict[str, Any]:
     from scholarflow.cli.files import load_documents
+    from scholarflow.retrieval.index import check_kb_name
 
     payload: dict[str, Any] = {"query": question}
     if args.file:
         payload["document_contents"] = await load_documents(args.file)
     if args.kb is not None:  # an empty name is an error, not no knowledge base
-        from scholarflow.retrieval.index import check_kb_name
-
-        payload["kb"] = check_kb_name(args.kb)
+        payload["kb"] = (check_kb or check_kb_name)(args.kb)
     if args.doc:
         payload["doc_ids"] = list(args.doc)
     return payload
@@ -203,6 +205,16 @@ async def _ask(args: argparse.Namespace) -> int:
                      "is answered from them, without web search")
     return await cli_run.ask(payload, ctx, session=args.session, json_output=args.json,
                              approve_cost=args.approve_cost)
+
+
+async def _remote_input(args: argparse.Namespace) -> dict[str, Any]:
+    """What `ask` sends a server (cli/remote_commands.py): the graph input it runs on this machine,
+    whose `--kb` may also be PERSON/NAME, a knowledge base another person shares."""
+    from scholarflow.retrieval.index import check_kb_ref
+
+    payload = await _graph_input(args, _question(args.question), check_kb=check_kb_ref)
+    payload.update(mode_type=_mode(args.mode), enable_web_search=args.web_search)
+    return payload
 
 
 async def _resume(args: argparse.Namespace) -> int:
@@ -332,12 +344,16 @@ async def run(args: argparse.Namespace) -> int:
                "ingest": cli_kb.ingest, "search": cli_kb.search, "kb": cli_kb.library,
                "users": cli_users.run}[args.command]
     try:
+        if (server := cli_remote.server_for(args)) is not None:
+            from scholarflow.cli.remote_commands import run as run_on_server
+
+            return await run_on_server(server, args, ask_input=_remote_input)
         return await _checked(command, args)
     except ScholarflowError as exc:
         print(f"error: {_safe(str(exc))}", file=sys.stderr)
-        # A model that failed (unreachable, 5xx, 429, timeout) or a bug is a failed run;
-        # anything else is the request or the configuration (a bad key or URL included).
-        failed_run = isinstance(exc, RetryableLLMError | InternalError)
+        # A model or server that failed (unreachable, 5xx, 429, timeout) or a bug is a
+        # failed run; anything else is the request or the configuration (a bad key or URL).
+        failed_run = isinstance(exc, RetryableLLMError | InternalError | RunFailedError)
         return EXIT_RUN_FAILED if failed_run else EXIT_BAD_INPUT
     except Exception as exc:
         if isinstance(exc, BrokenPipeError) and _stdout_closed():

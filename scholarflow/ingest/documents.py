@@ -16,6 +16,7 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from scholarflow.errors import InputError
 from scholarflow.printable import safe_text, undecodable
@@ -23,11 +24,13 @@ from scholarflow.printable import safe_text, undecodable
 __all__ = [
     "Document",
     "DocumentError",
+    "check_document_file",
     "content_hash",
     "document_from_bytes",
     "document_from_text",
     "documents_from_mapping",
     "is_pdf",
+    "open_document_file",
     "read_document_bytes",
     "too_large",
 ]
@@ -85,7 +88,31 @@ def read_document_bytes(path: str | Path, *, max_bytes: int | None = None) -> by
     """
     file = Path(path).expanduser()
     shown = safe_text(path)
-    info = _stat(file, shown)
+    info = check_document_file(path)
+    if max_bytes is not None and info.st_size > max_bytes:
+        raise DocumentError(too_large(shown, info.st_size, max_bytes))
+    try:
+        return file.read_bytes()  # one read; everything after works on these bytes
+    except OSError as exc:
+        raise DocumentError(_os_error(exc, file, shown)) from None
+
+
+def open_document_file(path: str | Path) -> BinaryIO:
+    """The file opened for reading, once `check_document_file` has found it one to read;
+    else `DocumentError` saying why not (an upload streams it from here)."""
+    check_document_file(path)
+    file = Path(path).expanduser()
+    try:
+        return file.open("rb")
+    except OSError as exc:
+        raise DocumentError(_os_error(exc, file, safe_text(path))) from None
+
+
+def check_document_file(path: str | Path) -> os.stat_result:
+    """The file's `stat` when it is a regular file with a UTF-8 name, without opening it;
+    else `DocumentError` saying why it cannot be read and what to do."""
+    shown = safe_text(path)
+    info = _stat(Path(path).expanduser(), shown)
     if stat.S_ISDIR(info.st_mode):
         raise DocumentError(f"{shown} is a directory; give a PDF, Markdown or text file")
     if not stat.S_ISREG(info.st_mode):
@@ -93,12 +120,7 @@ def read_document_bytes(path: str | Path, *, max_bytes: int | None = None) -> by
                             "give a PDF, Markdown or text file")
     if undecodable(str(path)) is not None:
         raise DocumentError(f"the file name {shown} is not valid UTF-8; rename the file")
-    if max_bytes is not None and info.st_size > max_bytes:
-        raise DocumentError(too_large(shown, info.st_size, max_bytes))
-    try:
-        return file.read_bytes()  # one read; everything after works on these bytes
-    except OSError as exc:
-        raise DocumentError(_os_error(exc, file, shown)) from None
+    return info
 
 
 def too_large(shown: str, size: int, limit: int) -> str:

@@ -54,6 +54,7 @@ PRELOAD = (
     "langchain_core.outputs", "langchain_core.language_models.chat_models", "langchain_openai",
     "openai", "httpx", "tiktoken", "numpy", "pydantic", "aiosqlite", "psycopg", "psycopg_pool",
     "redis.asyncio", "elasticsearch", "elastic_transport", "pypdf", "tqdm", "tavily",
+    "langgraph_sdk",
 )
 READY = b"ready"  # then the variables the imports read, as JSON, on one line
 START_TIMEOUT = 120.0  # seconds for the server's imports, on a loaded machine
