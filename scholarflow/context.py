@@ -157,6 +157,12 @@ class Context:
                       "PAPER_REVIEW to LITERATURE_QA when the message has a subject of its "
                       "own and names no such task (decided_by 'guard')."),
     )
+    precise_passages: int = field(
+        default=8,
+        metadata=_doc("The most passages a precise question (LITERATURE_QA) without options "
+                      "keeps in its answer prompt, the best first: one finding needs few, "
+                      "and a small model reads a short prompt sooner and better."),
+    )
     precise_answer_tokens: int = field(
         default=512,
         metadata=_doc("The longest answer to a precise question (LITERATURE_QA) over "
@@ -233,7 +239,8 @@ class Context:
         positive = ("max_context_tokens", "reserved_answer_tokens", "max_concurrent_llm_calls",
                     "max_intent_recognition_retries", "top_n", "max_results",
                     "recall_tool_cache_size", "option_answer_tokens", "option_passages",
-                    "precise_question_min_terms", "precise_answer_tokens")
+                    "precise_question_min_terms", "precise_answer_tokens",
+                    "precise_passages")
         named = {f.name: f for f in fields(self)}
         for name in positive:  # None: from the environment, the server or the window
             if (value := getattr(self, name)) is not None and value < 1:

@@ -79,6 +79,8 @@ async def evidence_selection(state: State, runtime: Runtime[Context]) -> dict[st
         rule=LIBRARY_RULE if library else DEFAULT_RULE)
     if asked.options:  # the best and those naming an option, best last: nearest the
         kept = option_passages(asked, kept, ctx.option_passages)[::-1]  # question
+    elif _intent(state) == Intent.LITERATURE_QA:  # one finding needs few passages
+        kept = kept[:ctx.precise_passages]
     Thinking(ctx.show_thinking, SELECT_NODE).say(
         f"Answering from the {len(kept)} most relevant of {len(numbered)} passages.")
     return {"evidence": kept, "evidence_support": support(asked.stem, kept)}

@@ -167,12 +167,16 @@ async def test_a_precise_question_without_options_is_searched_as_asked_and_answe
     await _library()
     fake_llm.configure(rules=[{"match": "precise question", "role": "system",
                                "reply": "His148 coordinates the copper ion."}])
-    out, _ = await run_graph({"query": STEM, "kb": "lib"}, Context(precise_answer_tokens=77))
+    out, _ = await run_graph({"query": STEM, "kb": "lib"},
+                             Context(precise_answer_tokens=77, precise_passages=5))
     assert (out["detected_intent"], out["intent_decided_by"]) == ("LITERATURE_QA", "rules")
     assert [u["node"] for u in out["usage"]] == ["answer_generation"]  # no planner call
     (answer,) = fake_llm.stats().requests
     assert answer["max_tokens"] == 77
     assert KEY_SENTENCE in " ".join(answer["messages"][0]["content"].split())
+    chunks = _chunks(answer["messages"][0]["content"])
+    assert len(chunks) == 5  # precise_passages: the best five of twelve, best first
+    assert chunks[0][0] == "Structure of the copper transporter LspT from Legionella"
     assert out["answer"].startswith("His148 coordinates the copper ion")
     assert SOURCE in {s["doc_id"] for s in out["sources"]}
 
