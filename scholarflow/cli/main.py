@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, NoReturn, cast
 
 from scholarflow.cli import kb as cli_kb
+from scholarflow.cli import read as cli_read
 from scholarflow.cli.exits import EXIT_BAD_INPUT, EXIT_RUN_FAILED, CliError
 from scholarflow.context import Context
 from scholarflow.errors import InternalError, RetryableLLMError, ScholarflowError
@@ -83,6 +84,7 @@ def _parser() -> argparse.ArgumentParser:
     delete = verbs.add_parser("delete", help="delete a session: its thread's checkpoints")
     delete.add_argument("session_id")
     cli_kb.add_parsers(sub)
+    cli_read.add_parser(sub)
     return parser
 
 
@@ -313,7 +315,8 @@ async def run(args: argparse.Namespace) -> int:
     """The parsed command, its failure one `error:` line on stderr; the exit code.
     (`main` without the process setup: tests call it in their own event loop.)"""
     command = {"ask": _ask, "resume": _resume, "route": _route, "sessions": _sessions,
-               "ingest": cli_kb.ingest, "search": cli_kb.search, "kb": cli_kb.library}[args.command]
+               "ingest": cli_kb.ingest, "search": cli_kb.search, "kb": cli_kb.library,
+               "read": cli_read.read}[args.command]
     try:
         return await _checked(command, args)
     except ScholarflowError as exc:

@@ -65,6 +65,10 @@ class ExtractedDocument:
     year: int | None = None
     doi: str | None = None
     page_count: int | None = None  # a PDF's pages, blank ones too
+    # Pages read by OCR (scanned, or fonts that map to no characters), and pages whose
+    # text could not be read at all (left out of `document.content`), 1-based.
+    ocr_pages: tuple[int, ...] = ()
+    unreadable_pages: tuple[int, ...] = ()
 
     def page_at(self, offset: int) -> int | None:
         """The page the character at `offset` is on."""
