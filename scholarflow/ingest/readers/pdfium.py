@@ -26,6 +26,8 @@ _LOCK = threading.Lock()
 _HYPHEN_MARK = "\ufffe"
 _PASSWORD_ERROR = 4  # FPDF_ERR_PASSWORD
 _WHITE = 245  # of 255, each of red, green and blue
+# A page without text whose images cover this share of it is a scan.
+_SCANNED_SHARE = 0.5
 
 
 class PdfiumReader:
@@ -67,6 +69,9 @@ def _page(document: pypdfium2.PdfDocument, index: int) -> PageText:
         try:
             count = textpage.count_chars()
             text = textpage.get_text_range(0, count) if count > 0 else ""
+            if not text.strip():
+                return PageText(index + 1, (), width, height,
+                                scanned=_image_share(page, width, height) >= _SCANNED_SHARE)
             if len(text) != count:  # characters outside the BMP: no per-character boxes
                 lines = tuple(Line(t) for t in text.replace(_HYPHEN_MARK, "-\n").splitlines())
                 return PageText(index + 1, lines, width, height, positioned=False)
@@ -76,6 +81,19 @@ def _page(document: pypdfium2.PdfDocument, index: int) -> PageText:
     finally:
         page.close()
     return PageText(index + 1, lines, width, height)
+
+
+def _image_share(page: Any, width: float, height: float) -> float:
+    """How much of the page its largest image covers (0 to 1)."""
+    import pypdfium2.raw as pdfium_c
+
+    area = max(width * height, 1.0)
+    largest = 0.0
+    for image in page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_IMAGE,), max_depth=3):
+        left, bottom, right, top = image.get_bounds()
+        covered = (min(right, width) - max(left, 0.0)) * (min(top, height) - max(bottom, 0.0))
+        largest = max(largest, covered)
+    return min(largest / area, 1.0)
 
 
 def _lines(pdfium_c: Any, handle: Any, text: str, height: float) -> list[Line]:

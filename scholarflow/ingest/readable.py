@@ -1,0 +1,76 @@
+"""Which pages of a PDF can be read, and the one line that says what to do when none can.
+
+A page is unreadable when its text is not text (fonts that map glyphs to no
+characters: `readers/quality.py`) or when it has no text but is a scanned
+image. Such a page never becomes part of the paper's text: it is read by
+OCR when the `ocr` extra is installed (`scholarflow.ingest.ocr`), and else
+left out and named. A paper keeps its good pages; one with none is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from scholarflow.ingest.documents import DocumentError
+from scholarflow.ingest.readers import PdfContent
+
+__all__ = ["ReadPages", "no_readable_page", "readable_pages"]
+
+_ROUNDS = 3
+OCR_HINT = "install the OCR extra (pip install 'scholarflow[ocr]') to read it, or run OCR on it"
+
+
+@dataclass(frozen=True, slots=True)
+class ReadPages:
+    content: PdfContent  # as read: pages OCR read put in, pages not read emptied
+    texts: list[str]  # each page's text, "" for a blank or unread page
+    ocr_pages: tuple[int, ...] = ()  # 1-based
+    unreadable_pages: tuple[int, ...] = ()  # 1-based
+
+
+def readable_pages(content: PdfContent, shown: str, *, raw: bytes = b"",
+                   ocr: bool | None = None) -> ReadPages:
+    """The pages whose text is text; the others read by OCR (`ocr`, None: when the extra
+    is installed; `raw` is the PDF, for OCR to render), or left out and named."""
+    from scholarflow.ingest.readers.layout import page_texts
+    from scholarflow.ingest.readers.quality import garbage_pages
+
+    texts = page_texts(content.pages)
+    unread = {i for i, page in enumerate(content.pages) if page.scanned and not texts[i]}
+    kept = content
+    # Emptying a page changes what the others read as furniture or as a paragraph's
+    # continuation, so the text is made again until no page is found out anew.
+    for _ in range(_ROUNDS):
+        found = set(garbage_pages(texts, known=len(unread))) - unread
+        if not found:
+            break
+        unread |= found
+        kept = _emptied(content, sorted(unread))
+        texts = page_texts(kept.pages)
+    for index in unread:
+        texts[index] = ""
+    return ReadPages(kept, texts, unreadable_pages=tuple(i + 1 for i in sorted(unread)))
+
+
+def _emptied(content: PdfContent, indices: Sequence[int]) -> PdfContent:
+    drop = set(indices)
+    pages = tuple(replace(page, lines=()) if i in drop else page
+                  for i, page in enumerate(content.pages))
+    return PdfContent(pages, content.metadata)
+
+
+def no_readable_page(shown: str, content: PdfContent, read: ReadPages) -> DocumentError:
+    """The error for a PDF none of whose pages could be read: why, and what to do."""
+    count = len(content.pages)
+    unread = set(read.unreadable_pages)
+    garbled = sum(1 for page in content.pages if page.lines and page.number in unread)
+    if garbled == 0:
+        why = f"has no extractable text (its {count} page(s) may be scanned images)"
+    elif garbled == count:
+        why = (f"has no readable text: the fonts of its {count} page(s) map glyphs to no real "
+               "characters")
+    else:
+        why = (f"has no readable text: {garbled} of its {count} page(s) use fonts that map "
+               "glyphs to no real characters, the others are blank or scanned")
+    return DocumentError(f"{shown} {why}; {OCR_HINT}")
