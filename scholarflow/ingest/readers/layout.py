@@ -1,6 +1,7 @@
 """From an engine's lines to the text a reader sees: the cleanup every reader shares.
 
-- Characters: ligatures, spacing accents ("Ho¨ glund" is "Höglund"), letter-spaced
+- Characters: ligatures (also TeX's control codes for them, and dropped ones:
+  `ligatures.py`), spacing accents ("Ho¨ glund" is "Höglund"), letter-spaced
   runs ("B a n n o") and control characters.
 - Furniture: running headers and footers (a line at a page's top or bottom whose
   digit-blind form recurs on many pages), page numbers, "Downloaded from ..."
@@ -32,6 +33,7 @@ from scholarflow.ingest.readers.columns import (
     reading_order,
     strip_line_numbers,
 )
+from scholarflow.ingest.readers.ligatures import restore_codes, restore_dropped
 from scholarflow.ingest.sections import CAPTION, plain_heading_level
 
 __all__ = ["DOWNLOADED", "clean_line", "page_texts"]
@@ -73,7 +75,7 @@ def clean_line(text: str) -> str:
     """One line's characters as meant: ligatures, accents, spacing, control characters."""
     text = text.translate(_LIGATURES)
     if _CONTROL.search(text):
-        text = _CONTROL.sub("", text)
+        text = _CONTROL.sub("", restore_codes(text))
     if any(accent in text for accent in _ACCENTS):
         # TeX sets "í" as an accent over a dotless i: "Garc´ıa".
         text = _DOTLESS.sub(lambda m: _accented("i", m.group(1)), text)
@@ -114,7 +116,7 @@ def page_texts(pages: Sequence[PageText]) -> list[str]:
     counts = _word_counts(ordered)
     texts = [[_joined(p.lines, counts) for p in page] for page in paragraphs]
     _join_across_pages(texts, counts)
-    return ["\n\n".join(t for t in page if t) for page in texts]
+    return restore_dropped(["\n\n".join(t for t in page if t) for page in texts])
 
 
 # --- furniture ------------------------------------------------------------------
