@@ -40,10 +40,13 @@ end"""
 
 
 def make_text_pdf(pages: Sequence[Sequence[str | bytes]], *, unmapped: Sequence[int] = (),
-                  size: float = 10, title: str | None = None) -> bytes:
+                  size: float = 10, title: str | None = None, top: int = 750,
+                  headers: Sequence[str | None] = ()) -> bytes:
     """A PDF of Helvetica text lines; the pages numbered in `unmapped` (1-based) use a
     font whose ToUnicode map names the wrong characters. A line given as bytes is
-    written as those codes (TeX's ligature codes, control characters)."""
+    written as those codes (TeX's ligature codes, control characters). The text starts
+    `top` points above the page's bottom; `headers[i]`, when given, is a line 50 points
+    above it on page i + 1 (a running header)."""
     writer = PdfWriter()
     plain = writer._add_object(_font())
     shifted_font = _font()
@@ -54,7 +57,13 @@ def make_text_pdf(pages: Sequence[Sequence[str | bytes]], *, unmapped: Sequence[
     for number, lines in enumerate(pages, start=1):
         page = writer.add_blank_page(612, 792)
         font = shifted if number in unmapped else plain
-        ops = [b"BT", b"/F1 %d Tf" % size, b"%d TL" % (size * 1.3), b"50 750 Td"]
+        ops = [b"BT", b"/F1 %d Tf" % size, b"%d TL" % (size * 1.3)]
+        header = headers[number - 1] if number <= len(headers) else None
+        if header:
+            ops += [b"50 %d Td" % (top + 50), b"(" + header.encode("latin-1") + b") Tj",
+                    b"0 -50 Td"]
+        else:
+            ops.append(b"50 %d Td" % top)
         for line in lines:
             raw = line if isinstance(line, bytes) else line.encode("latin-1")
             escaped = raw.replace(b"\\", b"\\\\").replace(b"(", b"\\(").replace(b")", b"\\)")
