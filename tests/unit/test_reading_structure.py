@@ -33,7 +33,8 @@ def test_other_headings_are_not_reference_headings(title: str) -> None:
 @pytest.mark.parametrize("appendix", ["Appendix A: Proofs", "APPENDIX", "A Proof of Lemma 2",
                                       "B.1 Roughness Estimate", "Supplementary Material"])
 def test_the_reference_list_ends_where_the_appendix_begins(appendix: str) -> None:
-    text = f"1 Introduction\n\nSparse attention.\n\n8. REFERENCES\n\n{ENTRIES}\n\n{appendix}\n\n{PROOF}"
+    text = (f"1 Introduction\n\nSparse attention.\n\n8. REFERENCES\n\n{ENTRIES}\n\n"
+            f"{appendix}\n\n{PROOF}")
     chunks = chunk_text(text, "d", kind="pdf", target_tokens=40, max_tokens=80).chunks
     kinds = {chunk.text.split("\n")[0][:12]: chunk.kind for chunk in chunks}
     assert kinds["8. REFERENCE"] == "references" and kinds["[2] C. Wu an"] == "references"
