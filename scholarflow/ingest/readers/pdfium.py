@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import re
 import threading
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from scholarflow.ingest.documents import DocumentError
@@ -31,6 +32,8 @@ _PASSWORD_ERROR = 4  # FPDF_ERR_PASSWORD
 _WHITE = 245  # of 255, each of red, green and blue
 # A page without text whose images cover this share of it is a scan.
 _SCANNED_SHARE = 0.5
+# Share of a page's characters drawn invisibly for them to be a scan's text layer.
+_SCAN_LAYER_SHARE = 0.9
 
 
 class PdfiumReader:
@@ -80,11 +83,23 @@ def _page(document: pypdfium2.PdfDocument, index: int) -> PageText:
                               if t)
                 return PageText(index + 1, lines, width, height, positioned=False)
             lines = tuple(_lines(pdfium_c, textpage.raw, text, height))
+            if _text_layer_of_a_scan(page, lines, width, height):
+                lines = tuple(replace(line, hidden=False) for line in lines)
         finally:
             textpage.close()
     finally:
         page.close()
     return PageText(index + 1, lines, width, height)
+
+
+def _text_layer_of_a_scan(page: Any, lines: tuple[Line, ...], width: float,
+                          height: float) -> bool:
+    """Invisible text over a page-sized image: a scan's OCR layer, which says what the
+    image shows (unlike white text among visible text, which no reader sees)."""
+    hidden = sum(len(line.text) for line in lines if line.hidden)
+    if not hidden or hidden < _SCAN_LAYER_SHARE * sum(len(line.text) for line in lines):
+        return False
+    return _image_share(page, width, height) >= _SCANNED_SHARE
 
 
 def _blank(char: str) -> bool:
