@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # the ingest modules load tiktoken: only commands that read p
     from scholarflow.ingest.pipeline import Prepared
     from scholarflow.retrieval.kb import Chunk
 
-__all__ = ["add_parser", "describe", "read"]
+__all__ = ["add_parser", "chunk_kind", "describe", "read"]
 
 EXIT_SOME_REFUSED = 1
 EXIT_ALL_REFUSED = 2
@@ -49,8 +49,10 @@ def add_parser(sub: Any) -> None:
 async def read(args: argparse.Namespace) -> int:
     """Read each file as `ingest` would; print what was read; the exit code."""
     from scholarflow.errors import InputError
+    from scholarflow.ingest.ocr import ocr_progress, progress_printer
     from scholarflow.ingest.pipeline import IngestResult, collect_files
 
+    ocr_progress.set(progress_printer(_to_stderr))  # this command's context: OCR is slow
     collected = await asyncio.to_thread(collect_files, args.paths)
     refused = shown = 0
     for item in collected:
@@ -75,6 +77,10 @@ async def read(args: argparse.Namespace) -> int:
     return EXIT_ALL_REFUSED if refused == shown else EXIT_SOME_REFUSED
 
 
+def _to_stderr(line: str) -> None:
+    print(safe_text(line), file=sys.stderr, flush=True)
+
+
 def _read_one(path: Path) -> dict[str, Any]:
     from scholarflow.ingest.documents import DocumentError
     from scholarflow.ingest.pipeline import prepare_file
@@ -89,8 +95,8 @@ def describe(file: str, prepared: Prepared) -> dict[str, Any]:
     """What was read of one file, as `read --json` prints it."""
     extracted = prepared.extracted
     return {
-        "file": file, "outcome": "ok", "message": _message(extracted.ocr_pages,
-                                                          extracted.unreadable_pages),
+        "file": file, "outcome": "ok", "message": _message(
+            extracted.ocr_pages, extracted.unreadable_pages, extracted.ocr_note),
         "title": extracted.document.title, "authors": list(extracted.authors),
         "year": extracted.year, "doi": extracted.doi, "pages": extracted.page_count,
         "ocr_pages": list(extracted.ocr_pages),
@@ -117,24 +123,17 @@ def chunk_kind(chunk: Chunk) -> ChunkShown:
     return "body"
 
 
-def _message(ocr: Iterable[int], unreadable: Iterable[int]) -> str:
+def _message(ocr: Iterable[int], unreadable: Iterable[int], note: str = "") -> str:
+    from scholarflow.ingest.readable import page_ranges
+
     parts = []
     if ocr := list(ocr):
         parts.append(f"page(s) {page_ranges(ocr)} read by OCR")
     if unreadable := list(unreadable):
         parts.append(f"page(s) {page_ranges(unreadable)} could not be read and are left out")
+    if note:
+        parts.append(note)
     return "; ".join(parts)
-
-
-def page_ranges(pages: Iterable[int]) -> str:
-    """1, 2, 3, 5 -> "1-3, 5"."""
-    runs: list[list[int]] = []
-    for page in sorted(set(pages)):
-        if runs and page == runs[-1][-1] + 1:
-            runs[-1].append(page)
-        else:
-            runs.append([page])
-    return ", ".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)
 
 
 def _refused(file: str, message: str) -> dict[str, Any]:

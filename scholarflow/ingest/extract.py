@@ -69,6 +69,7 @@ class ExtractedDocument:
     # text could not be read at all (left out of `document.content`), 1-based.
     ocr_pages: tuple[int, ...] = ()
     unreadable_pages: tuple[int, ...] = ()
+    ocr_note: str = ""  # why OCR left pages unread (a time limit), when it did
 
     def page_at(self, offset: int) -> int | None:
         """The page the character at `offset` is on."""
@@ -139,7 +140,8 @@ def extract_pdf(raw: bytes, shown: str, *, reader: str | None = None,
     document = document_from_text(content_text, title=facts.title, source=shown)
     return ExtractedDocument(document, "pdf", pages, authors=facts.authors, year=facts.year,
                              doi=facts.doi, page_count=len(read.texts),
-                             ocr_pages=read.ocr_pages, unreadable_pages=read.unreadable_pages)
+                             ocr_pages=read.ocr_pages, unreadable_pages=read.unreadable_pages,
+                             ocr_note=read.note)
 
 
 def paged_document(extracted: ExtractedDocument) -> Document:

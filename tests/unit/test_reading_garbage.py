@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from scholarflow.ingest import extract_file
+from scholarflow.ingest.chunking import chunk_document
 from scholarflow.ingest.documents import DocumentError
-from scholarflow.ingest.pipeline import prepare_file
 from scholarflow.ingest.readers.quality import MIN_WORD_SHARE, garbage_pages, word_share
 from tests.support.pdfs import make_scan_pdf, make_text_pdf
 
@@ -49,27 +49,27 @@ def test_a_short_page_takes_the_verdict_of_its_document() -> None:
 def test_a_half_garbled_paper_keeps_its_good_pages_and_names_the_others(tmp_path: Path) -> None:
     path = tmp_path / "half.pdf"
     path.write_bytes(make_text_pdf([PROSE, PROSE[::-1], PROSE, PROSE[1:]], unmapped=[2, 3]))
-    prepared = prepare_file(path)
-    extracted = prepared.extracted
+    extracted = extract_file(path, ocr=False)
+    chunks = chunk_document(extracted).chunks
     assert extracted.unreadable_pages == (2, 3) and extracted.page_count == 4
     assert [number for number, _ in extracted.pages] == [1, 4]
     assert "Tqbstf" not in extracted.document.content
-    assert all("Tqbstf" not in chunk.text for chunk in prepared.chunked.chunks)
-    assert "Training uses sequences" in prepared.chunked.chunks[-1].text
+    assert all("Tqbstf" not in chunk.text for chunk in chunks)
+    assert "Training uses sequences" in chunks[-1].text
 
 
 def test_a_paper_without_a_readable_page_is_refused_saying_what_to_do(tmp_path: Path) -> None:
     path = tmp_path / "garbled.pdf"
     path.write_bytes(make_text_pdf([PROSE, PROSE], unmapped=[1, 2], title="A Title"))
     with pytest.raises(DocumentError) as caught:
-        extract_file(path)
+        extract_file(path, ocr=False)
     message = str(caught.value)
     assert "\n" not in message and str(path) in message
-    assert "map glyphs to no real characters" in message and "scholarflow[ocr]" in message
+    assert "map glyphs to no real characters" in message and "install Tesseract" in message
 
 
 def test_a_scan_without_ocr_names_the_extra(tmp_path: Path) -> None:
     path = tmp_path / "scan.pdf"
     path.write_bytes(make_scan_pdf([PROSE]))
-    with pytest.raises(DocumentError, match=r"may be scanned images.*scholarflow\[ocr\]"):
+    with pytest.raises(DocumentError, match=r"may be scanned images.*install Tesseract"):
         extract_file(path, ocr=False)

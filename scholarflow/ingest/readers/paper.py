@@ -181,7 +181,7 @@ def _title_lines(content: PdfContent, first: list[Line]) -> list[Line]:
         found = [run for run in candidates if max(line.size for line in run) >= text_size]
         if not found:
             return []
-        best = found[0]
+        best = found[0][:1]  # its first line: the lines after it may be the text's own
     return [Line(clean_line(line.text), line.x0, line.top, line.x1, line.bottom, line.size)
             for line in best]
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["READER", "PdfiumReader"]
 
 # PDFium is not thread-safe: one document at a time in a process.
-_LOCK = threading.Lock()
+LOCK = threading.Lock()
 _HYPHEN_MARK = "\ufffe"
 _LINE_BREAK = re.compile(r"\r?\n|\r(?=\r|$)")
 _PASSWORD_ERROR = 4  # FPDF_ERR_PASSWORD
@@ -42,7 +42,7 @@ class PdfiumReader:
     def read(self, raw: bytes, shown: str) -> PdfContent:
         import pypdfium2
 
-        with _LOCK:
+        with LOCK:
             try:
                 document = pypdfium2.PdfDocument(raw)
             except pypdfium2.PdfiumError as exc:
