@@ -300,6 +300,19 @@ class Settings:
         "SCHOLARFLOW_PDF_READER", "pdfium", _choice("pdfium", "pypdf", "pymupdf"),
         "The PDF engine: pdfium (default, Apache/BSD), pypdf (pure Python) or pymupdf "
         "(AGPL: the opt-in extra scholarflow[pymupdf]).")
+    ocr = Setting(
+        "SCHOLARFLOW_OCR", "auto", _choice("auto", "off"),
+        "auto: scanned pages and pages whose fonts map to no characters are read by OCR "
+        "when Tesseract is installed; off: never (they are left out and named).")
+    tesseract: Setting[Path | None] = Setting(
+        "SCHOLARFLOW_TESSERACT", None, _path,
+        "The Tesseract program OCR runs; unset: `tesseract` on the PATH.")
+    ocr_page_seconds = Setting(
+        "SCHOLARFLOW_OCR_PAGE_SECONDS", 60.0, _seconds,
+        "Seconds OCR may spend on one page; a page over it is left out and named.")
+    ocr_document_seconds = Setting(
+        "SCHOLARFLOW_OCR_DOCUMENT_SECONDS", 900.0, _seconds,
+        "Seconds OCR may spend on one document; the pages past it are left out and named.")
 
     # A lab's server (scholarflow/server/)
     server_auth = Setting(

@@ -89,12 +89,14 @@ def _positive_int(value: str) -> int:
 
 
 async def ingest(args: argparse.Namespace) -> int:
+    from scholarflow.ingest.ocr import ocr_progress, progress_printer
     from scholarflow.ingest.pipeline import ingest_paths
     from scholarflow.retrieval.embeddings import embedding_progress
     from scholarflow.retrieval.kb_registry import close_all
 
     progress = _Progress()
     embedding_progress.set(progress.embedded)  # this command's context only
+    ocr_progress.set(progress_printer(lambda line: _plain_write(safe_text(line), sys.stderr)))
     try:
         results = await ingest_paths(args.paths, args.kb, on_result=progress.result,
                                      on_files=progress.start)

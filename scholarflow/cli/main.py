@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, NoReturn, cast
 
 from scholarflow.cli import kb as cli_kb
+from scholarflow.cli import read as cli_read
 from scholarflow.cli import remote as cli_remote
 from scholarflow.cli import users as cli_users
 from scholarflow.cli.exits import EXIT_BAD_INPUT, EXIT_RUN_FAILED, CliError, RunFailedError
@@ -88,6 +89,7 @@ def _parser() -> argparse.ArgumentParser:
     delete.add_argument("session_id")
     cli_kb.add_parsers(sub)
     cli_users.add_parser(sub)
+    cli_read.add_parser(sub)
     cli_remote.add_arguments(parser, sub.choices)
     return parser
 
@@ -342,7 +344,7 @@ async def run(args: argparse.Namespace) -> int:
     (`main` without the process setup: tests call it in their own event loop.)"""
     command = {"ask": _ask, "resume": _resume, "route": _route, "sessions": _sessions,
                "ingest": cli_kb.ingest, "search": cli_kb.search, "kb": cli_kb.library,
-               "users": cli_users.run}[args.command]
+               "users": cli_users.run, "read": cli_read.read}[args.command]
     try:
         if (server := cli_remote.server_for(args)) is not None:
             from scholarflow.cli.remote_commands import run as run_on_server

@@ -65,6 +65,11 @@ class ExtractedDocument:
     year: int | None = None
     doi: str | None = None
     page_count: int | None = None  # a PDF's pages, blank ones too
+    # Pages read by OCR (scanned, or fonts that map to no characters), and pages whose
+    # text could not be read at all (left out of `document.content`), 1-based.
+    ocr_pages: tuple[int, ...] = ()
+    unreadable_pages: tuple[int, ...] = ()
+    ocr_note: str = ""  # why OCR left pages unread (a time limit), when it did
 
     def page_at(self, offset: int) -> int | None:
         """The page the character at `offset` is on."""
@@ -93,44 +98,50 @@ def load_document_file(path: str | Path, *, max_bytes: int | None = None) -> Doc
     return document_from_bytes(raw, shown)
 
 
-def extract_file(path: str | Path) -> ExtractedDocument:
-    """Read one file; `DocumentError` with a one-line reason when it cannot be used."""
+def extract_file(path: str | Path, *, ocr: bool | None = None) -> ExtractedDocument:
+    """Read one file; `DocumentError` with a one-line reason when it cannot be used.
+
+    `ocr`: whether a PDF's unreadable pages go to OCR; None: when the extra is installed.
+    """
     shown = str(path)
     raw = read_document_bytes(path)
     if is_pdf(path, raw):
-        return extract_pdf(raw, shown)
+        return extract_pdf(raw, shown, ocr=ocr)
     kind: Kind = "markdown" if Path(path).suffix.lower() in MARKDOWN_SUFFIXES else "text"
     return ExtractedDocument(document_from_bytes(raw, shown), kind)
 
 
-def extract_pdf(raw: bytes, shown: str, *, reader: str | None = None) -> ExtractedDocument:
+def extract_pdf(raw: bytes, shown: str, *, reader: str | None = None,
+                ocr: bool | None = None) -> ExtractedDocument:
     """A PDF's text as a reader sees it, page by page, and what the paper says of itself.
 
     `reader` names the engine (scholarflow.ingest.readers); None: the configured one.
-    Encrypted, corrupt, oversized and scanned PDFs are one-line `DocumentError`s.
+    `ocr`: whether unreadable pages go to OCR; None: when the `ocr` extra is installed.
+    Pages whose text is not text, and scanned pages, are read by OCR or left out
+    (`scholarflow.ingest.readable`). Encrypted, corrupt and oversized PDFs, and PDFs
+    with no readable page, are one-line `DocumentError`s.
     """
+    from scholarflow.ingest.readable import no_readable_page, readable_pages
     from scholarflow.ingest.readers import get_reader
     from scholarflow.ingest.readers.guard import check_inflation
-    from scholarflow.ingest.readers.layout import page_texts
     from scholarflow.ingest.readers.paper import paper_facts
 
     chosen = get_reader(reader)
     check_inflation(raw, shown)  # before any engine: PDFium aborts the process on a bomb
     content = chosen.read(raw, shown)
-    texts = page_texts(content.pages)
-    if not texts:
+    if not content.pages:
         raise DocumentError(f"{shown} is a PDF without pages; re-export it, or give its text "
                             "as a .txt or .md file")
-    if not any(texts):
-        raise DocumentError(
-            f"{shown} has no extractable text (its {len(texts)} page(s) may be scanned "
-            "images); run OCR on it first"
-        )
-    content_text, pages = _join_pages(texts)
-    facts = paper_facts(content)
+    read = readable_pages(content, shown, raw=raw, ocr=ocr)
+    if not any(read.texts):
+        raise no_readable_page(shown, content, read)
+    content_text, pages = _join_pages(read.texts)
+    facts = paper_facts(read.content)
     document = document_from_text(content_text, title=facts.title, source=shown)
     return ExtractedDocument(document, "pdf", pages, authors=facts.authors, year=facts.year,
-                             doi=facts.doi, page_count=len(texts))
+                             doi=facts.doi, page_count=len(read.texts),
+                             ocr_pages=read.ocr_pages, unreadable_pages=read.unreadable_pages,
+                             ocr_note=read.note)
 
 
 def paged_document(extracted: ExtractedDocument) -> Document:

@@ -54,6 +54,9 @@ class IngestResult:
     tokens: int = 0
     error: str | None = None  # one line naming the file, when status is "error" or "skipped"
     replaced: tuple[str, ...] = ()  # doc_ids of this file's earlier versions, now removed
+    # A PDF's pages read by OCR, and those that could not be read (left out), 1-based.
+    ocr_pages: tuple[int, ...] = ()
+    unreadable_pages: tuple[int, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -62,9 +65,15 @@ class IngestResult:
     def as_json(self) -> dict[str, Any]:
         if self.status in ("error", "skipped"):
             return {"source": self.source, "status": self.status, "error": self.error}
-        out = {"doc_id": self.doc_id, "title": self.title, "chunks": self.chunks,
+        out: dict[str, Any] = {"doc_id": self.doc_id, "title": self.title, "chunks": self.chunks,
                "tokens": self.tokens, "source": self.source, "status": self.status}
-        return {**out, "replaced": list(self.replaced)} if self.replaced else out
+        if self.replaced:
+            out["replaced"] = list(self.replaced)
+        if self.ocr_pages:
+            out["ocr_pages"] = list(self.ocr_pages)
+        if self.unreadable_pages:
+            out["unreadable_pages"] = list(self.unreadable_pages)
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -365,9 +374,11 @@ async def _store(
         stored, prepared.extracted.document.content, prepared.chunked.chunks, replaces=replaces)
     if added and versions is not None and stored.source is not None:
         versions.stored(stored.source, str(path), stored.doc_id)
+    extracted = prepared.extracted
     return IngestResult(source, "added" if added else "unchanged", doc_id=stored.doc_id,
                         title=stored.title, chunks=stored.chunks, tokens=stored.tokens,
-                        replaced=replaces if added else ())
+                        replaced=replaces if added else (), ocr_pages=extracted.ocr_pages,
+                        unreadable_pages=extracted.unreadable_pages)
 
 
 def _renamed_title(title: str, path: str | Path | None, name: str) -> str:

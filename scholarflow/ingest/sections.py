@@ -19,6 +19,7 @@ __all__ = [
     "Path",
     "blocks",
     "heading_text",
+    "is_reference_heading",
     "is_reference_list",
     "plain_heading_level",
 ]
@@ -34,6 +35,19 @@ _REFERENCE_HEADINGS = frozenset({
     "references", "bibliography", "references and notes", "literature cited", "works cited",
     "reference", "参考文献",
 })
+# "8. ", "VII. ", "A. ", "2.1 ": a heading's number, letter or numeral.
+_NUMBERING = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2}){0,3}\.?|[IVX]{1,5}\.?|[A-Z]\.)\s+")
+# A reference list's chunk this long names a year: one that does not is an appendix, a
+# proof or a supplement set after the list, whose own heading was not recognised.
+_YEARLESS_WORDS = 60
+_ANY_YEAR = re.compile(r"(?<!\d)(?:1[6-9]|20)\d\d(?!\d)")
+# What may follow a reference list and is content again: appendices, proofs, supplements,
+# and lettered sections ("A Proof of Lemma 2", "B.1 Setup"). A heading only after the list:
+# elsewhere "A Study of ..." is as often a sentence's start.
+_BACK_MATTER = re.compile(
+    r"(?:appendi(?:x|ces)|supplementary\s+\w+|supplement|(?:omitted\s+|deferred\s+)?proofs?"
+    r"(?:\s+of\b)?)(?:\s+[A-Z0-9](?:\.\d{1,2})?)?\b(?:\s*[.:\-–—]?\s*\S.{0,70})?"
+    r"|[A-H](?:\.\d{1,2}){0,2}\.?\s+[A-Z]\S*(?:\s+\S+){0,9}", re.IGNORECASE)
 # An entry's year ("2019;", "(2020)", "2021a.") and its authors ("Smith, J.", "et al.").
 _CITED_YEAR = re.compile(r"\((?:19|20)\d\d[a-z]?\)|\b(?:19|20)\d\d[a-z]?[;.,):]")
 _CITED_NAME = re.compile(
@@ -106,15 +120,21 @@ def blocks(text: str, *, markdown: bool, plain: bool) -> list[Block]:
     fence = ""
     pos = 0
 
+    back_matter = False  # past a reference list's heading
+
     def close_paragraph() -> None:
-        nonlocal para_start, path
+        nonlocal para_start, path, back_matter
         if para_start < 0:
             return
         line = text[para_start:para_end]
         level = plain_heading_level(line.strip()) if plain and "\n" not in line else None
+        if level is None and plain and back_matter and "\n" not in line and _back_matter(
+                line.strip()):
+            level = 1
         if level is not None:
             path = _push(path, level, line.strip())
             blocks.append(Block(para_start, para_end, path, level))
+            back_matter = back_matter or is_reference_heading(line.strip())
         elif plain and (found := CAPTION.match(line)):
             label = " ".join(found.group(0).split()).rstrip(".:|–—- ")
             blocks.append(Block(para_start, para_end, path, caption=label))
@@ -153,6 +173,12 @@ def blocks(text: str, *, markdown: bool, plain: bool) -> list[Block]:
     return _drop_title(text, blocks)
 
 
+def _back_matter(line: str) -> bool:
+    """An appendix, proof or supplement heading (read so only after a reference list)."""
+    return (len(line) <= 80 and line[-1:] not in ".,;:" and line[:1].isupper()
+            and _BACK_MATTER.fullmatch(line) is not None)
+
+
 def _push(path: Path, level: int, title: str) -> Path:
     return (*(entry for entry in path if entry[0] < level), (level, " ".join(title.split())))
 
@@ -184,6 +210,11 @@ def heading_text(path: Path) -> str | None:
 
 
 
+def is_reference_heading(title: str) -> bool:
+    """"References", "8. REFERENCES", "VII. References", "References and Notes"."""
+    return _NUMBERING.sub("", title).lower().rstrip(":： ") in _REFERENCE_HEADINGS
+
+
 def is_reference_list(path: Path, text: str) -> bool:
     """Whether a chunk is part of a reference list: under its heading, or dense with entries.
 
@@ -192,10 +223,10 @@ def is_reference_list(path: Path, text: str) -> bool:
     JA", "et al.") every eight, or a numbered entry ("58. Smith, J.") every 60
     with a year every 45, is a list of works, not prose citing them.
     """
-    if any(title.lower().rstrip(":： ") in _REFERENCE_HEADINGS for level, title in path
-           if level != CAPTION_LEVEL):
-        return True
     words = len(text.split())
+    if any(is_reference_heading(title) for level, title in path if level != CAPTION_LEVEL):
+        # An appendix run on under the heading (its own heading unrecognised) cites no year.
+        return words < _YEARLESS_WORDS or _ANY_YEAR.search(text) is not None
     if words < 20:  # a line or two: too little to tell
         return False
     years = len(_CITED_YEAR.findall(text))

@@ -59,6 +59,8 @@ class PageText:
     width: float = 0.0
     height: float = 0.0
     positioned: bool = True  # False: the engine gave no geometry (lines' boxes are 0)
+    # No text, but an image over most of the page: a scan, for OCR to read.
+    scanned: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,7 @@
 """From an engine's lines to the text a reader sees: the cleanup every reader shares.
 
-- Characters: ligatures, spacing accents ("Ho¨ glund" is "Höglund"), letter-spaced
+- Characters: ligatures (also TeX's control codes for them, and dropped ones:
+  `ligatures.py`), spacing accents ("Ho¨ glund" is "Höglund"), letter-spaced
   runs ("B a n n o") and control characters.
 - Furniture: running headers and footers (a line at a page's top or bottom whose
   digit-blind form recurs on many pages), page numbers, "Downloaded from ..."
@@ -32,6 +33,7 @@ from scholarflow.ingest.readers.columns import (
     reading_order,
     strip_line_numbers,
 )
+from scholarflow.ingest.readers.ligatures import restore_codes, restore_dropped
 from scholarflow.ingest.sections import CAPTION, plain_heading_level
 
 __all__ = ["DOWNLOADED", "clean_line", "page_texts"]
@@ -58,10 +60,15 @@ DOWNLOADED = re.compile(
 _PAGE_NUMBER = re.compile(
     r"^(?:page\s*)?[\divxlc]{1,5}(?:\s*(?:of|/)\s*\d{1,5})?$", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?:)\]\"”’]$")
+_SENTENCE_CUT = re.compile(r"[.!?][\"”’)\]]*\s+(?=[A-Z(\[“\"])")
 _WORD = re.compile(r"[\w-]+")
 # Lines this close to a page's top or bottom edge (share of its height) may be furniture.
 _EDGE_SHARE = 0.09
 _MARGIN_SHARE = 0.045
+# The first and last lines of a page within this share of its height may be furniture
+# too (LaTeX's running heads sit lower than a journal's).
+_OUTER_SHARE = 0.2
+_OUTER_LINES = 2
 # A cut paragraph goes on at most this many pages on (past one page of figures).
 _CONTINUATION_PAGES = 2
 _LABEL_CHARS = 40  # shorter non-heading text on a figure page: panel letters, axis labels
@@ -73,7 +80,7 @@ def clean_line(text: str) -> str:
     """One line's characters as meant: ligatures, accents, spacing, control characters."""
     text = text.translate(_LIGATURES)
     if _CONTROL.search(text):
-        text = _CONTROL.sub("", text)
+        text = _CONTROL.sub("", restore_codes(text))
     if any(accent in text for accent in _ACCENTS):
         # TeX sets "í" as an accent over a dotless i: "Garc´ıa".
         text = _DOTLESS.sub(lambda m: _accented("i", m.group(1)), text)
@@ -114,7 +121,7 @@ def page_texts(pages: Sequence[PageText]) -> list[str]:
     counts = _word_counts(ordered)
     texts = [[_joined(p.lines, counts) for p in page] for page in paragraphs]
     _join_across_pages(texts, counts)
-    return ["\n\n".join(t for t in page if t) for page in texts]
+    return restore_dropped(["\n\n".join(t for t in page if t) for page in texts])
 
 
 # --- furniture ------------------------------------------------------------------
@@ -158,6 +165,13 @@ def _edge_lines(page: PageText, lines: list[Line]) -> list[Line]:
     bottom_edge = page.height * (1 - _EDGE_SHARE)
     edges = [line for line in by_top[:4] if line.top < top_edge]
     edges += [line for line in by_top[-4:] if line.bottom > bottom_edge and line not in edges]
+    # Margins differ: the page's first and last lines are candidates further in too,
+    # unless they end a sentence (a heading or a title does not).
+    edges += [line for line in by_top[:_OUTER_LINES] if line.top < page.height * _OUTER_SHARE
+              and line not in edges and not line.text.endswith((".", "?", "!"))]
+    edges += [line for line in by_top[-_OUTER_LINES:]
+              if line.bottom > page.height * (1 - _OUTER_SHARE) and line not in edges
+              and not line.text.endswith((".", "?", "!"))]
     return edges
 
 
@@ -281,8 +295,9 @@ def _join_across_pages(texts: list[list[str]], counts: Counter[str]) -> None:
     halves would land in two chunks and neither would hold what it says. Papers
     often end a page in a body paragraph without a sentence end, the next page
     going on in lower case, a digit or punctuation.
-    The continuation is the next body paragraph, when it goes on in lower case
-    or with a number's tail ("13-14), reflective of ..."), looked for past
+    The continuation is the next body paragraph (or, when it is most of its page,
+    as a scan's text layer makes it, that paragraph's first sentence), when it
+    goes on in lower case or with a number's tail ("13-14), reflective of ..."), looked for past
     figure pages (captions, panel labels) up to `_CONTINUATION_PAGES` ahead.
     """
     for index, page in enumerate(texts):
@@ -297,8 +312,14 @@ def _join_across_pages(texts: list[list[str]], counts: Counter[str]) -> None:
             text = following[at]
             # Past a page break a number's tail goes on too: "(Figure 5, lanes" | "13-14), ...".
             if _continues(page[last], text) or _CONTINUES.match(text):
-                page[last] = _append(page[last], text, counts)
-                following[at] = ""
+                # A page that is one paragraph (a scan's text layer) keeps its text: only
+                # the cut sentence's end goes back, so a citation's page stays the page.
+                whole = sum(len(t) for t in following)
+                cut = _SENTENCE_CUT.search(text) if len(text) * 2 > whole else None
+                tail = text[cut.end():] if cut else ""
+                page[last] = _append(page[last], text[:cut.end()].rstrip() if cut else text,
+                                     counts)
+                following[at] = tail
             break
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from scholarflow.ingest.readers import Line, PdfContent
-from scholarflow.ingest.readers.columns import strip_line_numbers
+from scholarflow.ingest.readers.columns import body_size, strip_line_numbers
 from scholarflow.ingest.readers.layout import DOWNLOADED as _DOWNLOADED
 from scholarflow.ingest.readers.layout import clean_line
 from scholarflow.ingest.sections import CAPTION
@@ -24,21 +24,60 @@ from scholarflow.ingest.sections import CAPTION
 __all__ = ["PaperFacts", "paper_facts"]
 
 _JUNK_TITLE = re.compile(
-    r"^(?:untitled|microsoft word|document\d*|title|slide \d+)\b|\.(?:docx?|tex|dvi|pdf|pptx?"
+    r"^(?:untitled|microsoft word|document\d*|title|slide \d+|template)\b"
+    r"|\.(?:docx?|tex|dvi|pdf|pptx?"
     r"|indd|qxd)\s*$|\d\.\.\d|^[\w.-]*\d[\w.-]*$|^\S+\s+\d+\.\.\d+", re.IGNORECASE)
+_MARKUP = re.compile(r"<[^<>]{1,80}>")
+_ARCHIVE_ID = re.compile(r"^\[[\w.-]+-\d+,\s*v\d+\]")
+# Never a title: an email or a set of them, an arXiv stamp, a reference to the paper itself
+# ("Smith, J., & Lee, K. (2011). Title. Journal."), a line of a paragraph set large by its
+# drop cap.
+_NOT_A_TITLE = re.compile(
+    r"@|^arXiv:|\(\d{4}\)\.\s|\bdoi:|\b(?:vol\.|pp\.)\s*\d|^\{", re.IGNORECASE)
+_TITLE_MAX_WORDS = 14
 _DOI = re.compile(r"\b(10\.\d{4,9}/[^\s\"<>,;]+)", re.IGNORECASE)
 _YEAR_NEAR = re.compile(
     r"(?:published|accepted|received|©|copyright|\(c\))\D{0,40}?((?:19|20)\d\d)\b", re.IGNORECASE)
 _YEAR = re.compile(r"(?<!\d)((?:19|20)\d\d)(?!\d)")
+_CREATED = re.compile(r"^(?:D:)?((?:19|20)\d\d)")  # "D:20010515093000"
+# Where a first page's front matter ends; how many lines it and the footers may have.
+_BODY_START = re.compile(r"(?:abstract|summary|introduction|\d\.?\s+introduction)\b",
+                         re.IGNORECASE)
+_FRONT_LINES = 25
+_LINK = re.compile(r"\b(?:doi:\s*|https?://)\S+|\b10\.\d{4,9}/\S+", re.IGNORECASE)
+_VENUE = re.compile(r"\b\d{1,3}\s?\(\d{1,2}\)[:,]\s*\d|\bproceedings of\b|\bvol(?:ume)?\.?\s*\d",
+                    re.IGNORECASE)
+_FOOTER_LINES = 6
+# When a copy was made, not the paper: "Retrieved on: 18 March 2016", "Accessed ...".
+_STAMP = re.compile(r"\b(?:retrieved|downloaded|accessed|available from|printed)\b",
+                    re.IGNORECASE)
 _AUTHOR_SPLIT = re.compile(r"\s*(?:,|;|\band\b|&)\s*", re.IGNORECASE)
-_NAME = re.compile(r"^[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*\.?){0,3}\s+[A-Z][\w'’-]+$")
+_NAME = re.compile(r"^[A-Z][\w'’.-]*(?:\s+(?:[A-Z][\w'’.-]*\.?|(?:van|von|de|der|den|da|di|"
+                   r"du|la|le|y|dos|del)(?=\s))){0,3}\s+[A-Z][\w'’-]+$")
+_SPACED_NAME = re.compile(r"[A-Z][\w'’-]+(?:\s+[A-Z]\.)*\s+[A-Z][\w'’-]+")
+_HONORIFIC = re.compile(r"^(?:by|prof\.?|dr\.?)\s+", re.IGNORECASE)
+_AUTHOR_LINES = 10  # lines under a title that may name its authors
+_FIRST_AUTHOR_LINES = 4  # the first of which names one within this many
 _NOT_A_NAME = re.compile(
     r"\b(?:institute|university|association|department|center|centre|laboratory|school|"
-    r"college|hospital|society|foundation|faculty|division|program|academy|research|science)",
+    r"college|hospital|society|foundation|faculty|division|program|academy|research|science|"
+    r"project|paper|corporation|laborator|infolab|solution|report|manuscript|abstract|"
+    r"published|works)",
     re.IGNORECASE)
+_AFFILIATION = re.compile(
+    r"\b(?:university|universit[àé]|institut[e]?|laborator(?:y|ies)|corporation|department|"
+    r"research cent(?:er|re)|school of|inc\.|ltd\.|gmbh)\b", re.IGNORECASE)
 _MARKERS = re.compile(r"[\d*†‡§¶#,]+$|^\W+")
 _MAX_AUTHORS = 50
 _TITLE_MAX_LINES = 4
+# A title's font is this much larger than page 1's middle size, at least.
+_TITLE_SIZE = 1.1
+# A title is in the top part of its page (a table of contents or a figure further down
+# may be set larger).
+_TITLE_ZONE = 0.45
+_RUN_SIZES = 0.08  # how much smaller a title's next line may be set
+_RUN_GROWTH = 0.02  # and how much larger
+_NEARLY = 0.95  # a run this large above the largest is the title (authors set larger)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +98,7 @@ def paper_facts(content: PdfContent) -> PaperFacts:
                           if not _DOWNLOADED.match(line.text)) if content.pages else ""
     title_lines = _title_lines(content, first)
     found = " ".join(line.text for line in title_lines)
-    title = _metadata_title(metadata.get("title", ""))
+    title = _metadata_title(metadata.get("title", ""), raw_first)
     if found and (title is None or _normal(found).startswith(_normal(title))):
         title = found  # metadata titles are often cut short ("A loss-of-function mutation in")
     title = title or _first_line(first)
@@ -67,7 +106,7 @@ def paper_facts(content: PdfContent) -> PaperFacts:
     authors = _first_page_authors(first, title_lines) or _metadata_authors(
         metadata.get("author", ""))
     doi = _doi(metadata, raw_first)
-    return PaperFacts(title, authors, _year(metadata, raw_first, doi), doi)
+    return PaperFacts(title, authors, _year(metadata, content, raw_first, doi), doi)
 
 
 def _normal(text: str) -> str:
@@ -87,39 +126,80 @@ def _key(text: str) -> str:
     return re.sub(r"\d+", "#", text.lower().replace(" ", ""))
 
 
-def _metadata_title(raw: str) -> str | None:
-    title = " ".join(html.unescape(raw).split())
+def _metadata_title(raw: str, first_page: str) -> str | None:
+    """The metadata's title when it reads as one: markup and an archive's id ("[hal-0123,
+    v1]") taken off; an acronym only when page 1 prints it (else it is a journal's)."""
+    title = " ".join(_MARKUP.sub("", html.unescape(raw)).split())
+    title = _ARCHIVE_ID.sub("", title).strip()
     if (len(title) < 3 or _JUNK_TITLE.search(title)
             or sum(c.isalpha() for c in title) < len(title) / 2):
+        return None
+    if " " not in title and title.isupper() and _normal(title) not in _normal(first_page):
         return None
     return title
 
 
 def _title_lines(content: PdfContent, first: list[Line]) -> list[Line]:
-    """The first page's largest text near its top: consecutive lines of that size."""
+    """The first page's largest text near its top: a run of lines of that size.
+
+    Lines are grouped into runs (one size, one after the other, the other
+    column's lines skipped); a run with a line that is no title's (an email, a
+    citation of the paper, a stamp) is no title at all, nor its first line's
+    paragraph. The largest run that stands out from the page's text wins.
+    """
     if not content.pages or not content.pages[0].positioned:
         return []
     page = content.pages[0]
-    lines = [line for line in first if not line.hidden and _titlelike(line.text)
-             and line.x1 - line.x0 > line.bottom - line.top  # not a vertical margin note
-             and (not page.height or line.top < page.height * 0.6)]
-    if not lines:
-        return []
-    largest = max(line.size for line in lines)
-    sizes = sorted(line.size for line in first)
-    if largest <= 0 or largest < sizes[len(sizes) // 2] * 1.15:
-        return []  # nothing stands out: the text's first line is the title
-    chosen: list[Line] = []
-    for line in sorted(lines, key=lambda line: line.top):
-        if line.size >= largest * 0.92:
-            if chosen and line.top - chosen[-1].bottom > largest * 1.5:
+    lines = sorted((line for line in first if not line.hidden
+                    and line.x1 - line.x0 > line.bottom - line.top  # no vertical margin note
+                    and (not page.height or line.top < page.height * _TITLE_ZONE)),
+                   key=lambda line: line.top)
+    runs: list[list[Line]] = []
+    for line in lines:
+        for run in runs[-3:]:
+            last = run[-1]
+            # One title's lines may shrink a little ("Title:" / "its subtitle"); a larger
+            # line after it is the authors' or a banner's.
+            if (last.size * (1 - _RUN_SIZES) <= line.size <= last.size * (1 + _RUN_GROWTH)
+                    and line.top - last.bottom <= last.size and not _beside(line, run)):
+                run.append(line)
                 break
-            chosen.append(line)
-        elif chosen:
-            break
-    chosen = chosen[:_TITLE_MAX_LINES]
+        else:
+            runs.append([line])
+    candidates = [run[:_TITLE_MAX_LINES] for run in runs
+                  if all(_titlelike(clean_line(line.text)) for line in run)
+                  and not _signed(run, sorted(first, key=lambda line: line.top))]
+    if not candidates:
+        return []
+    text_size = body_size([first])
+    largest = max(max(line.size for line in run) for run in candidates)
+    if largest >= text_size * _TITLE_SIZE:
+        # The largest text, or a run nearly as large above it (authors set larger).
+        best = next(run for run in candidates
+                    if max(line.size for line in run) >= largest * _NEARLY)
+    else:  # nothing stands out: the first run as large as the text (no banner, no stamp)
+        found = [run for run in candidates if max(line.size for line in run) >= text_size]
+        if not found:
+            return []
+        best = found[0][:1]  # its first line: the lines after it may be the text's own
     return [Line(clean_line(line.text), line.x0, line.top, line.x1, line.bottom, line.size)
-            for line in chosen]
+            for line in best]
+
+
+def _signed(run: list[Line], lines: list[Line]) -> bool:
+    """Whether `run` reads as names and the line right under it is an affiliation or an
+    email: it names an author, however large it is set."""
+    if not _names(" ".join(clean_line(line.text) for line in run)):
+        return False
+    below = next((line for line in lines if line.top >= run[-1].bottom - 1
+                  and not _beside(line, run)), None)
+    return below is not None and bool(_AFFILIATION.search(below.text) or "@" in below.text)
+
+
+def _beside(line: Line, chosen: list[Line]) -> bool:
+    """Whether `line` shares no width with the title's lines (another column's)."""
+    left, right = min(c.x0 for c in chosen), max(c.x1 for c in chosen)
+    return line.x0 >= right or line.x1 <= left
 
 
 def _first_line(first: list[Line]) -> str | None:
@@ -132,7 +212,8 @@ def _first_line(first: list[Line]) -> str | None:
 def _titlelike(text: str) -> bool:
     text = text.strip()
     return (sum(c.isalpha() for c in text) >= 3 and CAPTION.match(text) is None
-            and not _DOI.search(text))
+            and not _DOI.search(text) and not _NOT_A_TITLE.search(text)
+            and len(text.split()) <= _TITLE_MAX_WORDS and not _AFFILIATION.search(text))
 
 
 def _metadata_authors(raw: str) -> tuple[str, ...]:
@@ -145,47 +226,104 @@ def _metadata_authors(raw: str) -> tuple[str, ...]:
 
 
 def _first_page_authors(first: list[Line], title_lines: list[Line]) -> tuple[str, ...]:
-    """The line(s) right under the title, when they read as a list of names."""
+    """The lines under the title that read as names: one line or several ("A, B," / "C
+    and D"), or one name a line with its affiliation and email under each (those are
+    passed over); the first other line after a name ends them."""
     if not title_lines:
         return ()
-    below = sorted((line for line in first if line.top > title_lines[-1].bottom - 1),
-                   key=lambda line: line.top)
+    below = sorted((line for line in first if line.top > title_lines[-1].bottom - 1
+                    and not line.hidden), key=lambda line: line.top)
     names: list[str] = []
-    for line in [line for line in below if not line.hidden][:4]:
-        found = _names(clean_line(line.text))
-        if not found:
-            if names:
-                break
-            continue
-        names.extend(found)
+    for index, line in enumerate(below[:_AUTHOR_LINES]):
+        if not names and index >= _FIRST_AUTHOR_LINES:
+            break
+        text = clean_line(line.text)
+        found = _names(text)
+        if found:
+            names.extend(found)
+        elif names and not (_AFFILIATION.search(text) or "@" in text
+                            or text.strip().lower() in ("and", "&")):
+            break
     return tuple(dict.fromkeys(names))[:_MAX_AUTHORS]
 
 
 def _names(raw: str) -> list[str]:
+    """The names a line lists, when it lists names (and nothing that is an institution)."""
+    raw = _HONORIFIC.sub("", raw)
+    parts = [p for part in _AUTHOR_SPLIT.split(raw) if part.strip() for p in _side_by_side(part)]
     names = []
-    for part in _AUTHOR_SPLIT.split(raw):
+    for part in parts:
         name = _MARKERS.sub("", part.strip()).strip()
         name = re.sub(r"(?<=[a-z])[\d*†‡§¶]+$", "", name)
-        if name and _NAME.match(name) and not _NOT_A_NAME.search(name):
+        if _NOT_A_NAME.search(name) or _AFFILIATION.search(name):
+            return []  # "University of California, Santa Cruz": a place, not a person
+        if name and _NAME.match(name):
             names.append(name)
-    parts = [p for p in _AUTHOR_SPLIT.split(raw) if p.strip()]
     return names if parts and len(names) * 2 >= len(parts) else []
 
 
-def _year(metadata: dict[str, str], first_page: str, doi: str | None) -> int | None:
+def _side_by_side(part: str) -> list[str]:
+    """"Sage A. Weil Andrew W. Leung Carlos Maltzahn": names set apart by space alone, when
+    the line is nothing but such names (two or more) and has initials (without them,
+    "UC San Diego Previously Published Works" would be three people)."""
+    bare = " ".join(_MARKERS.sub("", word) or word for word in part.split())
+    found = _SPACED_NAME.findall(bare)
+    if (len(part.split()) >= 4 and len(found) >= 2 and " ".join(found) == bare
+            and re.search(r"\b[A-Z]\.", bare)):
+        return found
+    return [part]
+
+
+def _year(metadata: dict[str, str], content: PdfContent, first_page: str,
+          doi: str | None) -> int | None:
+    """The paper's year as its first page gives it, the PDF's creation date only when the
+    page gives none: a scan or a reprint is made years after the paper.
+
+    In order: a dated line ("Received 2023 ... Published 2024": the latest); the DOI's
+    year (bioRxiv's "10.1101/2024.05.07.593022": first posted, whatever the version);
+    the page's front matter, then its footers (venue, date line, copyright, arXiv
+    stamp: the most frequent, then the latest), a download stamp left out; the
+    creation date; any year on the page.
+    """
     latest = datetime.now(UTC).year + 1
 
     def plausible(years: list[str]) -> list[int]:
         return [int(y) for y in years if 1900 <= int(y) <= latest]
 
+    def frequent(years: list[int]) -> int:
+        return max(set(years), key=lambda y: (years.count(y), y))
+
     if near := plausible(_YEAR_NEAR.findall(first_page)):
-        return max(near)  # "Received 2023 ... Published 2024": the latest
+        return max(near)
     if doi and (dated := plausible(_YEAR.findall(doi.split("/", 1)[-1][:4]))):
-        return dated[0]  # bioRxiv's "10.1101/2024.05.07.593022"
-    if created := plausible(_YEAR.findall(metadata.get("creationdate", "")[:8])):
+        return dated[0]
+    front, footers = _front_and_footers(content)
+    for framed in (front, footers):
+        if years := plausible(_YEAR.findall(framed)):
+            return frequent(years)
+    created_at = metadata.get("creationdate", "")
+    if created := plausible((_CREATED.findall(created_at) or _YEAR.findall(created_at))[:1]):
         return created[0]
     years = plausible(_YEAR.findall(first_page))
-    return max(set(years), key=lambda y: (years.count(y), y)) if years else None
+    return frequent(years) if years else None
+
+
+def _front_and_footers(content: PdfContent) -> tuple[str, str]:
+    """Page 1's front matter (its lines above the abstract or first section, and any line
+    naming a venue: "PVLDB, 14(3): 268-280, 2021"), and its last lines; without DOIs,
+    links and download stamps, whose digits are no year of the paper."""
+    if not content.pages:
+        return "", ""
+    lines = [_LINK.sub("", line.text)
+             for line in sorted(content.pages[0].lines, key=lambda line: line.top)
+             if not _DOWNLOADED.match(line.text) and not _STAMP.search(line.text)]
+    front: list[str] = []
+    for text in lines[:_FRONT_LINES]:
+        if _BODY_START.match(text):
+            break
+        front.append(text)
+    front += [text for text in lines if _VENUE.search(text)]
+    return "\n".join(front), "\n".join(lines[-_FOOTER_LINES:])
 
 
 def _doi(metadata: dict[str, str], first_page: str) -> str | None:

@@ -21,6 +21,9 @@ __all__ = ["READER", "PypdfReader"]
 
 # pypdf writes a glyph it cannot map by its name, "/C20": never text.
 _GLYPH_NAME = re.compile(r"/C\d{2}\b")
+# Lines end at newlines only: `splitlines` also splits at the control codes old TeX
+# fonts give their ligatures (\x0b-\x0f, \x1c-\x1e).
+_LINES = re.compile(r"\r?\n|\r(?=\r|$)")
 
 
 class PypdfReader:
@@ -39,7 +42,7 @@ class PypdfReader:
                 raise too_many_pages(shown, count)
             pages = tuple(
                 PageText(number, tuple(Line(_GLYPH_NAME.sub("", text))
-                                       for text in (page.extract_text() or "").splitlines()),
+                                       for text in _LINES.split(page.extract_text() or "") if text),
                          positioned=False)
                 for number, page in enumerate(document.pages, start=1))
             metadata = {key.lstrip("/").lower(): str(value)

@@ -1,0 +1,135 @@
+"""PDFs the reading tests make: text in a font mapped to no real characters, text with
+TeX's ligature codes, and scans (pages that are one image, with or without text on it).
+
+Written with pypdf's objects; scans are rendered by PDFium from a text PDF, so
+the image holds real glyphs an OCR engine can read. No file leaves the test.
+"""
+
+from __future__ import annotations
+
+import io
+import zlib
+from collections.abc import Sequence
+
+from pypdf import PdfWriter
+from pypdf.generic import (
+    ArrayObject,
+    DecodedStreamObject,
+    DictionaryObject,
+    FloatObject,
+    NameObject,
+    NumberObject,
+    StreamObject,
+)
+
+__all__ = ["make_scan_pdf", "make_text_pdf"]
+
+# A CMap that maps every byte to the next character: "Sparse" reads "Tqbstf", as a font
+# whose glyphs map to no real characters reads to every engine.
+_SHIFTED_CMAP = b"""/CIDInit /ProcSet findresource begin
+12 dict begin
+begincmap
+/CMapName /Shifted def
+/CMapType 2 def
+1 begincodespacerange <00> <FF> endcodespacerange
+1 beginbfrange <20> <7E> <0021> endbfrange
+endcmap
+CMapName currentdict /CMap defineresource pop
+end
+end"""
+
+
+def make_text_pdf(pages: Sequence[Sequence[str | bytes]], *, unmapped: Sequence[int] = (),
+                  size: float = 10, title: str | None = None, top: int = 750,
+                  headers: Sequence[str | None] = ()) -> bytes:
+    """A PDF of Helvetica text lines; the pages numbered in `unmapped` (1-based) use a
+    font whose ToUnicode map names the wrong characters. A line given as bytes is
+    written as those codes (TeX's ligature codes, control characters). The text starts
+    `top` points above the page's bottom; `headers[i]`, when given, is a line 50 points
+    above it on page i + 1 (a running header)."""
+    writer = PdfWriter()
+    plain = writer._add_object(_font())
+    shifted_font = _font()
+    cmap = StreamObject()
+    cmap._data = _SHIFTED_CMAP
+    shifted_font[NameObject("/ToUnicode")] = writer._add_object(cmap)
+    shifted = writer._add_object(shifted_font)
+    for number, lines in enumerate(pages, start=1):
+        page = writer.add_blank_page(612, 792)
+        font = shifted if number in unmapped else plain
+        ops = [b"BT", b"/F1 %d Tf" % size, b"%d TL" % (size * 1.3)]
+        header = headers[number - 1] if number <= len(headers) else None
+        if header:
+            ops += [b"50 %d Td" % (top + 50), b"(" + header.encode("latin-1") + b") Tj",
+                    b"0 -50 Td"]
+        else:
+            ops.append(b"50 %d Td" % top)
+        for line in lines:
+            raw = line if isinstance(line, bytes) else line.encode("latin-1")
+            escaped = raw.replace(b"\\", b"\\\\").replace(b"(", b"\\(").replace(b")", b"\\)")
+            ops.append(b"(" + escaped + b") Tj T*")
+        ops.append(b"ET")
+        stream = DecodedStreamObject()
+        stream.set_data(b"\n".join(ops))
+        page[NameObject("/Contents")] = writer._add_object(stream)
+        page[NameObject("/Resources")] = DictionaryObject(
+            {NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})})
+    if title:
+        writer.add_metadata({"/Title": title})
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def _font() -> DictionaryObject:
+    return DictionaryObject({
+        NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
+        NameObject("/BaseFont"): NameObject("/Helvetica"),
+    })
+
+
+def make_scan_pdf(pages: Sequence[Sequence[str]], *, scale: float = 2.0,
+                  repeat: int = 1) -> bytes:
+    """A PDF of pages that are each one grey image and no text: `pages`' lines rendered
+    (so OCR can read them), the whole `repeat` times over (a long scan, cheaply)."""
+    import pypdfium2
+
+    rendered = []
+    source = pypdfium2.PdfDocument(make_text_pdf(pages, size=14))
+    try:
+        for index in range(len(source)):
+            bitmap = source[index].render(scale=scale, grayscale=True)
+            pixels = bitmap.to_numpy()
+            rendered.append((pixels.shape[1], pixels.shape[0],
+                             zlib.compress(pixels[:, :, 0].tobytes()
+                                           if pixels.ndim == 3 else pixels.tobytes())))
+    finally:
+        source.close()
+    writer = PdfWriter()
+    images = [writer._add_object(_image(width, height, data))
+              for width, height, data in rendered]
+    for _ in range(repeat):
+        for image in images:
+            page = writer.add_blank_page(612, 792)
+            stream = DecodedStreamObject()
+            stream.set_data(b"q 612 0 0 792 0 0 cm /Im0 Do Q")
+            page[NameObject("/Contents")] = writer._add_object(stream)
+            page[NameObject("/Resources")] = DictionaryObject(
+                {NameObject("/XObject"): DictionaryObject({NameObject("/Im0"): image})})
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def _image(width: int, height: int, data: bytes) -> StreamObject:
+    image = StreamObject()
+    image._data = data
+    image.update({
+        NameObject("/Type"): NameObject("/XObject"), NameObject("/Subtype"): NameObject("/Image"),
+        NameObject("/Width"): NumberObject(width), NameObject("/Height"): NumberObject(height),
+        NameObject("/ColorSpace"): NameObject("/DeviceGray"),
+        NameObject("/BitsPerComponent"): NumberObject(8),
+        NameObject("/Filter"): NameObject("/FlateDecode"),
+        NameObject("/Decode"): ArrayObject([FloatObject(0), FloatObject(1)]),
+    })
+    return image
