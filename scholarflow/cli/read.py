@@ -124,7 +124,7 @@ def chunk_kind(chunk: Chunk) -> ChunkShown:
 
 
 def _message(ocr: Iterable[int], unreadable: Iterable[int], note: str = "") -> str:
-    from scholarflow.ingest.readable import page_ranges
+    from scholarflow.ingest.pages import page_ranges
 
     parts = []
     if ocr := list(ocr):

@@ -182,7 +182,7 @@ def ocr_pages(raw: bytes, indices: Sequence[int], shown: str, engine: OcrEngine)
 
 
 def _note(failed: list[int], slow: list[int], page_limit: float, document_limit: float) -> str:
-    from scholarflow.ingest.readable import page_ranges
+    from scholarflow.ingest.pages import page_ranges
 
     parts = []
     if slow:

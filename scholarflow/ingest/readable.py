@@ -9,10 +9,11 @@ out and named. A paper keeps its good pages; one with none is refused.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from scholarflow.ingest.documents import DocumentError
+from scholarflow.ingest.pages import page_ranges
 from scholarflow.ingest.readers import PageText, PdfContent
 
 __all__ = ["ReadPages", "no_readable_page", "page_ranges", "readable_pages"]
@@ -85,17 +86,6 @@ def _emptied(content: PdfContent, indices: Sequence[int]) -> PdfContent:
     pages = tuple(replace(page, lines=()) if i in drop else page
                   for i, page in enumerate(content.pages))
     return PdfContent(pages, content.metadata)
-
-
-def page_ranges(pages: Iterable[int]) -> str:
-    """1, 2, 3, 5 -> "1-3, 5"."""
-    runs: list[list[int]] = []
-    for page in sorted(set(pages)):
-        if runs and page == runs[-1][-1] + 1:
-            runs[-1].append(page)
-        else:
-            runs.append([page])
-    return ", ".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)
 
 
 def no_readable_page(shown: str, content: PdfContent, read: ReadPages) -> DocumentError:
