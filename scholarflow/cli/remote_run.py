@@ -27,6 +27,7 @@ import argparse
 import asyncio
 import sys
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, cast
 
 import httpx
@@ -210,19 +211,18 @@ async def _new_thread(remote: Remote) -> str:
 
 
 async def _thread(remote: Remote, thread: str) -> dict[str, Any]:
-    try:
-        return dict(await remote.sdk.threads.get(thread))
-    except httpx.HTTPStatusError as exc:
-        if exc.response.status_code == 404:
-            raise no_session(remote, thread) from None
-        raise remote.failure(exc) from None
-    except (httpx.HTTPError, OSError) as exc:
-        raise remote.failure(exc) from None
+    return await _of_thread(remote, thread, remote.sdk.threads.get)
 
 
 async def _state(remote: Remote, thread: str) -> dict[str, Any]:
+    return await _of_thread(remote, thread, remote.sdk.threads.get_state)
+
+
+async def _of_thread(remote: Remote, thread: str,
+                     read: Callable[[str], Awaitable[Any]]) -> dict[str, Any]:
+    """What `read` gives of one of the person's threads; a missing one is no session."""
     try:
-        return dict(await remote.sdk.threads.get_state(thread))
+        return dict(await read(thread))
     except httpx.HTTPStatusError as exc:
         if exc.response.status_code == 404:
             raise no_session(remote, thread) from None
