@@ -160,8 +160,9 @@ class Context:
     precise_passages: int = field(
         default=8,
         metadata=_doc("The most passages a precise question (LITERATURE_QA) without options "
-                      "keeps in its answer prompt, the best first: one finding needs few, "
-                      "and a small model reads a short prompt sooner and better."),
+                      "keeps in its answer prompt, the best first, beside the best passage of "
+                      "each document a recall step was aimed at: one finding needs few, and "
+                      "a small model reads a short prompt sooner and better."),
     )
     precise_answer_tokens: int = field(
         default=512,

@@ -80,10 +80,23 @@ async def evidence_selection(state: State, runtime: Runtime[Context]) -> dict[st
     if asked.options:  # the best and those naming an option, best last: nearest the
         kept = option_passages(asked, kept, ctx.option_passages)[::-1]  # question
     elif _intent(state) == Intent.LITERATURE_QA:  # one finding needs few passages
-        kept = kept[:ctx.precise_passages]
+        kept = _capped(kept, ctx.precise_passages, aimed)
     Thinking(ctx.show_thinking, SELECT_NODE).say(
         f"Answering from the {len(kept)} most relevant of {len(numbered)} passages.")
     return {"evidence": kept, "evidence_support": support(asked.stem, kept)}
+
+
+def _capped(kept: list[RecalledChunkState], limit: int, aimed: set[str]
+            ) -> list[RecalledChunkState]:
+    """The best `limit` of `kept` (best first), and each aimed document's best passage
+    beyond them: a question about each of several papers hears from each of them."""
+    head = kept[:limit]
+    heard = {c["doc_id"] for c in head}
+    for chunk in kept[limit:]:
+        if chunk["doc_id"] in aimed and chunk["doc_id"] not in heard:
+            head.append(chunk)
+            heard.add(chunk["doc_id"])
+    return head
 
 
 def route_after_evidence(state: State, runtime: Runtime[Context]
