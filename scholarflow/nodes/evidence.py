@@ -84,7 +84,7 @@ DEFAULT_RULE = EvidenceRule()
 # A question over a library: recall searched the library and its best candidate papers
 # (nodes/recall.py), and every step's passages pass the floors above: the key passage
 # ranks high among them, so twelve keep it and bound the prompt (and a local model's
-# reading time). Chosen with the LitQA2 benchmark (bench/README.md).
+# reading time). Chosen with the question-answering benchmark in bench/README.md.
 LIBRARY_RULE = EvidenceRule(max_kept=12)
 
 
@@ -265,9 +265,9 @@ async def select_evidence(
 
 # Under this, no passage holds enough of the question's words to answer it, and a
 # precise question gets "the documents do not say" instead of the model's guess
-# (nodes/answer.py). Set below the support of answerable questions, above that of most
+# (nodes/answer_passages.py). Set below the support of answerable questions, above that of most
 # whose source paper is missing: a refusal costs less than a guess only when the passage
-# is really missing. Chosen with the LitQA2 benchmark (bench/README.md).
+# is really missing. Chosen with the question-answering benchmark in bench/README.md.
 SUPPORT_FLOOR = 0.45
 
 
