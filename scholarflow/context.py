@@ -184,6 +184,14 @@ class Context:
         metadata=_doc("Multiple choice: the share of an option's words the model's answer "
                       "must hold to name that option."),
     )
+    option_naming: bool = field(
+        default=True,
+        metadata=_doc("Multiple choice: when the readings answered in words that name no "
+                      "option by their words (a synonym, a part of a name, another "
+                      "spelling), one more short call shows the model its own answer and "
+                      "the options and asks which one it states (name_option); a pick whose "
+                      "numbers differ from the answer's is refused. False: no such call."),
+    )
     option_excerpt_sentences: int = field(
         default=3,
         metadata=_doc("Multiple choice: the passages' sentences nearest the question (each "

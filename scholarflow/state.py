@@ -122,8 +122,9 @@ class RecalledChunkState(TypedDict):
 class OptionReading(TypedDict):
     """One answer in words to a multiple-choice question asked without its options."""
 
-    step: Annotated[Literal["excerpt", "passages"], _doc(
-        "What the model read: the sentences nearest the question, or the whole passages.")]
+    step: Annotated[Literal["excerpt", "passages", "named"], _doc(
+        "What the model read: the sentences nearest the question, the whole passages, or "
+        "(named) its own answer beside the options, to say which option it states.")]
     said: Annotated[str, _doc("The answer's first line, citations dropped.")]
     letter: Annotated[str | None, _doc("The letter of the option it names; null for none.")]
 

@@ -10,6 +10,7 @@ tokens and seconds come from the run's output state (`usage`), the sources from
 from __future__ import annotations
 
 import argparse
+import json
 import os
 from dataclasses import dataclass
 
@@ -66,6 +67,18 @@ def verdict(picked: str | None, q: Question) -> str:
     return "wrong" if picked else "wrong, no option named"
 
 
+def write_record(path: str, q: Question, record: Answered, values: dict[str, object],
+                 picked: str | None) -> None:
+    """One JSON line: what was asked, picked and read, so a run can be studied afterwards."""
+    line = {"n": q.n, "id": q.qid, "half": q.half, "question": q.asked(), "ideal": q.ideal,
+            "picked": picked, "verdict": record.verdict, "answer": values.get("answer"),
+            "readings": values.get("option_readings") or [],
+            "evidence": [c.get("chunk_id") for c in values.get("evidence") or []],  # type: ignore[attr-defined]
+            "seconds": round(record.seconds, 1), "failed": record.failed}
+    with open(path, "a", encoding="utf-8") as out:
+        out.write(json.dumps(line, ensure_ascii=False) + "\n")
+
+
 async def answer(args: argparse.Namespace) -> None:
     env = Env(args.home, scripted_llm=args.scripted)
     if not os.environ.get("OPENAI_BASE_URL"):
@@ -84,6 +97,8 @@ async def answer(args: argparse.Namespace) -> None:
         record = Answered(q, verdict(picked, q), bool(lib.sources(q) & run.source_docs),
                           run.calls, run.prompt_tokens, run.seconds, bool(run.error))
         records.append(record)
+        if args.record:
+            write_record(args.record, q, record, run.values, picked)
         progress(q, f"{record.verdict}; picked {picked!r}, ideal {q.ideal!r}; "
                     f"{len(run.source_docs)} source papers (right one: {record.right_paper}); "
                     f"{run.calls} calls, {run.prompt_tokens} prompt tokens, {run.seconds:.0f} s"

@@ -51,6 +51,8 @@ def parser() -> argparse.ArgumentParser:
         sub.choices[name].add_argument(
             "--scripted", action="store_true",
             help="the scripted server as the model: a dry run of the part, no real answers")
+    sub.choices["answer"].add_argument(
+        "--record", help="append one JSON line a question (answer, readings) to this file")
     return top
 
 

@@ -11,6 +11,7 @@ from scholarflow.context import Context
 from scholarflow.graph.validated import drawn
 from scholarflow.llm.calls import LLM_RETRY
 from scholarflow.nodes.guard import guarded
+from scholarflow.nodes.option_naming import name_option, route_after_passages
 from scholarflow.nodes.option_reading import (
     OptionInput,
     OptionOutput,
@@ -30,7 +31,10 @@ def build_option_graph(context_schema: type[Any] = Context) -> CompiledStateGrap
                      retry_policy=LLM_RETRY)
     builder.add_node("read_passages", guarded("read_passages", read_passages),
                      retry_policy=LLM_RETRY)
+    builder.add_node("name_option", guarded("name_option", name_option),
+                     retry_policy=LLM_RETRY)
     builder.add_edge(START, "read_excerpt")
     builder.add_conditional_edges("read_excerpt", route_after_excerpt, ["read_passages", END])
-    builder.add_edge("read_passages", END)
+    builder.add_conditional_edges("read_passages", route_after_passages, ["name_option", END])
+    builder.add_edge("name_option", END)
     return drawn(builder.compile(name="option_reading"))  # so xray expands it in Studio

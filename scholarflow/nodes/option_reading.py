@@ -3,12 +3,15 @@
 A model shown the options tends to pick the letter, or the option, that its training
 or the options' order favours. Asked the question alone it answers in the passages'
 words, and that answer is matched to the options afterwards (nodes/option_free.py).
-Two readings at most, each a node of this subgraph, so Studio shows every call:
+Three calls at most, each a node of this subgraph, so Studio shows every call:
 
 1. `read_excerpt`: the stem over the sentences of the answer prompt's passages nearest
    it (nodes/option_excerpt.py), a prompt a fraction as long as the passages; skipped
    when no sentence shares a word with the stem or `option_excerpt_sentences` is 0;
-2. `read_passages`, unless the first named an option: the stem over the whole passages.
+2. `read_passages`, unless the first named an option: the stem over the whole passages;
+3. `name_option`, when a reading said something that names no option by its words:
+   the model's own answer beside the options, to say which one it states
+   (nodes/option_naming.py; `option_naming` turns it off).
 
 answer_generation then writes the answer without another call: the option named,
 with the passage sentence that names it, cited; or, when no reading named one, that

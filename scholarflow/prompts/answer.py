@@ -179,6 +179,17 @@ FREE_ANSWER_ZH = prompt(
     "FREE_ANSWER_ZH",
     "{stem}\n\n（只回答答案本身，用从段落中照抄的几个词。如果段落没有说明，回答：未提及。）",
     "stem")
+# The model's own answer beside the options, without letters (nodes/option_naming.py): which
+# option states it, copied, so the pick is matched by words like the answer itself.
+NAME_OPTION_EN = prompt(
+    "NAME_OPTION_EN",
+    "Question: {stem}\nAn answer from the passages: \"{said}\"\n\nWhich of these options "
+    "states the same thing as that answer?\n{options}\n\nReply with that option copied "
+    "exactly. If none of them states it, reply: none.", "stem", "said", "options")
+NAME_OPTION_ZH = prompt(
+    "NAME_OPTION_ZH",
+    "问题：{stem}\n根据段落得到的答案：“{said}”\n\n下面哪个选项与这个答案说的是同一件事？\n{options}\n\n"
+    "照抄那个选项。如果没有一个选项与答案相同，回答：无。", "stem", "said", "options")
 PICKED_FREE_EN = prompt(
     "PICKED_FREE_EN",
     "(Asked without the options, the model answered \"{free}\" from the passages: this "

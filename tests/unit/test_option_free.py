@@ -68,3 +68,16 @@ def test_a_word_with_a_short_ending_is_the_same_word_and_a_number_is_not() -> No
 def test_the_first_line_is_shown_without_its_citations() -> None:
     assert first_line("[1][3]\n\nSer212 [2]") == "Ser212"
     assert first_line("   \n") == ""
+
+
+def test_naming_lists_findings_only_and_keeps_the_answers_own_numbers() -> None:
+    from scholarflow.nodes.option_naming import nameable, numbers_agree
+
+    asked = split_options("Which?\nA) 2 hours\nB) None of the above\nC) Both\n"
+                          "D) Insufficient information to answer this question")
+    assert nameable(asked).options == ("2 hours",)
+    assert nameable(asked).letters == ("A",)
+    assert numbers_agree("8 hours", "6 hours") is False
+    assert numbers_agree("about 6.5 hours", "6.5 h") is True
+    assert numbers_agree("six hours at 42 °C", "6 hours", "survival at 42 °C?") is True
+    assert numbers_agree("AAGAG", "AAGAG lncRNA") is True

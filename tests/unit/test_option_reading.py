@@ -51,6 +51,7 @@ OPTIONS = ["2 hours", "12 hours", "4 hours", "6 hours",
 QUESTION = STEM + "\n\nOptions:\n" + "\n".join(
     f"{letter}) {text}" for letter, text in zip("ABCDE", OPTIONS, strict=True))
 FREE_TURN = "Reply with only the answer itself"  # the stem asked without its options
+NAME_TURN = "states the same thing as that answer"  # its answer beside the options
 
 
 async def _library() -> None:
@@ -117,16 +118,65 @@ async def test_an_answer_naming_no_option_is_insufficient_without_a_guess(
     fake_llm: FakeOpenAIServer,
 ) -> None:
     await _library()
-    fake_llm.configure(rules=[{"match": FREE_TURN, "role": "last_user",
-                               "reply": "until the end of the assay"}])
+    fake_llm.configure(rules=[
+        {"match": FREE_TURN, "role": "last_user", "reply": "until the end of the assay"},
+        {"match": NAME_TURN, "role": "last_user", "reply": "none"}])
     out, _ = await run_graph({"query": QUESTION, "kb": "lib"}, Context())
     assert out["error"] is None
-    assert _nodes(out) == ["read_excerpt", "read_passages"]  # then no call to pick one
+    # The model, shown its answer beside the options, says none states it: no guess.
+    assert _nodes(out) == ["read_excerpt", "read_passages", "name_option"]
+    assert [r["letter"] for r in out["option_readings"]] == [None, None, None]
     assert out["answer"] == (
         "E) Insufficient information to answer this question\n\nInsufficient information: "
         "the passages do not settle this question. Asked without the options, the model "
         "answered \"until the end of the assay\", which names none of them.")
     assert out["sources"] == []
+
+
+async def test_an_answer_in_other_words_is_named_by_the_model_beside_the_options(
+    fake_llm: FakeOpenAIServer,
+) -> None:
+    await _library()
+    fake_llm.configure(rules=[
+        {"match": FREE_TURN, "role": "last_user", "reply": "six hours at 42 degrees"},
+        {"match": NAME_TURN, "role": "last_user", "reply": "6 hours"}])
+    out, events = await run_graph({"query": QUESTION, "kb": "lib"}, Context())
+    assert out["error"] is None
+    assert _nodes(out) == ["read_excerpt", "read_passages", "name_option"]
+    shown = fake_llm.stats().requests[-1]["messages"][-1]["content"]
+    assert '"six hours at 42 degrees"' in shown and "- 12 hours" in shown
+    assert "Insufficient" not in shown and "D)" not in shown  # no letters, no way out
+    assert [r["step"] for r in out["option_readings"]] == ["excerpt", "passages", "named"]
+    assert out["answer"].startswith("D) 6 hours")
+    said = [e["content"] for e in events
+            if e["type"] == "thought_chunk" and e.get("node") == "name_option"]
+    assert said == ['Shown its answer "six hours at 42 degrees" beside the options, the model '
+                    'replied "6 hours": option D) 6 hours.']
+
+
+async def test_a_named_option_without_the_answers_number_is_refused(
+    fake_llm: FakeOpenAIServer,
+) -> None:
+    await _library()
+    fake_llm.configure(rules=[
+        {"match": FREE_TURN, "role": "last_user", "reply": "8 hours"},
+        {"match": NAME_TURN, "role": "last_user", "reply": "6 hours"}])
+    out, _ = await run_graph({"query": QUESTION, "kb": "lib"}, Context())
+    assert _nodes(out) == ["read_excerpt", "read_passages", "name_option"]
+    assert out["answer"].startswith("E) Insufficient information")
+
+
+async def test_no_naming_call_after_not_stated_or_with_naming_off(
+    fake_llm: FakeOpenAIServer,
+) -> None:
+    await _library()
+    fake_llm.configure(rules=[{"match": FREE_TURN, "role": "last_user", "reply": "not stated"}])
+    out, _ = await run_graph({"query": QUESTION, "kb": "lib"}, Context())
+    assert _nodes(out) == ["read_excerpt", "read_passages"]
+    fake_llm.configure(rules=[{"match": FREE_TURN, "role": "last_user", "reply": "six hours"}])
+    out, _ = await run_graph({"query": QUESTION, "kb": "lib"}, Context(option_naming=False))
+    assert _nodes(out) == ["read_excerpt", "read_passages"]
+    assert out["answer"].startswith("E) Insufficient information")
 
 
 async def test_with_multiple_choice_off_the_model_writes_the_answer_seeing_the_options(

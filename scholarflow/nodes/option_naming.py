@@ -1,0 +1,109 @@
+"""name_option: the model's own answer in words, set beside the options, named by it.
+
+An answer in the passages' words often states an option without its words: a
+synonym ("highly similar" for "no significant differences"), part of a name
+("AAGAG" for "AAGAG lncRNA"), another spelling. Matching by words cannot see
+that; the model that wrote the answer can. This step shows it the stem, its
+answer and the options (no letters, so no letter is favoured; no option about
+the other options or about the question being unanswerable, which no finding
+states) and asks for the option that states the same thing, copied, or "none".
+The copy is matched by words like any reading (nodes/option_free.py).
+
+It runs only when a reading said something (not "not stated") that named no
+option. A pick is refused when the answer gives numbers of its own (not the
+question's) and the option holds none of them: a number is a finding, and the
+nearest number is not it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from langgraph.runtime import Runtime
+
+from scholarflow.context import Context, get_context
+from scholarflow.events import Thinking, node_complete
+from scholarflow.language import is_chinese
+from scholarflow.llm import calls as llm
+from scholarflow.nodes.attribution import is_refusal
+from scholarflow.nodes.option_free import first_line, free_option
+from scholarflow.nodes.option_reading import OptionState
+from scholarflow.nodes.options import Options, says_insufficient, split_options
+from scholarflow.prompts import NAME_OPTION_EN, NAME_OPTION_ZH
+from scholarflow.state import OptionReading
+
+__all__ = ["answered_without_option", "name_option", "nameable", "numbers_agree",
+           "route_after_passages"]
+
+# An option about the others ("None of the above", "Both", "All of these") states no
+# finding an answer in words could give.
+_ABOUT_OTHERS = re.compile(r"^\s*(?:none|neither|both|all)\b", re.I)
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)?(?![\w])")
+_NONE_REPLY = re.compile(r"^\W*(?:none|no option|无|没有)\W*$", re.I)
+
+
+def answered_without_option(readings: list[OptionReading]) -> OptionReading | None:
+    """The last reading that said something and named no option, when none named one."""
+    if any(r["letter"] for r in readings):
+        return None
+    said = [r for r in readings
+            if r["said"] and not is_refusal(r["said"]) and not says_insufficient(r["said"])]
+    return said[-1] if said else None
+
+
+def nameable(asked: Options) -> Options:
+    """The options an answer in words can state: not "insufficient", not about the others."""
+    kept = [(letter, text) for letter, text in zip(asked.letters, asked.options, strict=True)
+            if not says_insufficient(text) and not _ABOUT_OTHERS.match(text)]
+    return Options(asked.stem, tuple(t for _, t in kept), tuple(letter for letter, _ in kept))
+
+
+def _numbers(text: str) -> set[str]:
+    return {n.replace(",", ".") for n in _NUMBER.findall(text)}
+
+
+def numbers_agree(said: str, option: str, stem: str = "") -> bool:
+    """False when `said` gives numbers of its own (not the question's) and `option` holds
+    none of them."""
+    given = _numbers(said) - _numbers(stem)
+    return not given or bool(given & _numbers(option))
+
+
+def route_after_passages(state: OptionState, runtime: Runtime[Context]
+                         ) -> Literal["name_option", "__end__"]:
+    """To name_option when it is on and a reading said something that named no option."""
+    wanted = get_context(runtime).option_naming and answered_without_option(
+        state.get("option_readings") or []) is not None
+    return "name_option" if wanted else "__end__"
+
+
+async def name_option(state: OptionState, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Which option the readings' answer states, in the model's own judgement."""
+    ctx = get_context(runtime)
+    reading = answered_without_option(state.get("option_readings") or [])
+    asked = split_options(state["question"])
+    candidates = nameable(asked)
+    if reading is None or not candidates.options:
+        return {}
+    said = reading["said"]
+    chinese = is_chinese(asked.stem)
+    template = NAME_OPTION_ZH if chinese else NAME_OPTION_EN
+    listed = "\n".join(f"- {text}" for text in candidates.options)
+    result = await llm.complete(
+        ctx, [("user", template.format(stem=asked.stem, said=said, options=listed))],
+        node="name_option", max_tokens=ctx.option_answer_tokens)
+    reply = first_line(result.text)
+    letter = None if _NONE_REPLY.match(reply) else free_option(
+        reply, candidates, covered=ctx.option_match_share)
+    option = asked.options[asked.letters.index(letter)] if letter else ""
+    refused = bool(letter) and not numbers_agree(said, option, asked.stem)
+    named = None if refused else letter
+    Thinking(ctx.show_thinking, "name_option").say(
+        f'Shown its answer "{said}" beside the options, the model replied "{reply}": '
+        + (f"option {named}) {option}." if named else
+           f"not option {letter}) {option}, whose numbers are not the answer's." if refused
+           else "no option."))
+    node_complete("name_option", named=named)
+    return {"option_readings": [OptionReading(step="named", said=said, letter=named)],
+            "usage": [result.usage]}
