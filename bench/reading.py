@@ -11,9 +11,11 @@ fonts) and `../shared/corpus/litqa2` (modern journal PDFs), it reports:
   fonts map to no characters, the lowest of a real page, and the errors at the
   threshold in use; and the lowest real page of LitQA2;
 - ligature-loss words: words of the tokenizer's vocabulary with fi/ff/fl/ffi/ffl written
-  without the ligature ("dened", "de ned", "signi cant") where the broken form is no word;
+  without the ligature ("dened", "de ned", "signi cant") where the broken form is no word,
+  in the case a lost ligature leaves (acronyms and capitalised names are not counted);
 - title, authors (surnames, in order) and year against tests/data/pwl_metadata.jsonl,
-  read by hand from each PDF's first page (a refused file counts as wrong);
+  read by hand from each PDF's first page (a refused file counts as wrong), overall and
+  on the same tuning and checking halves;
 - reference-list chunks, those of them long and without a year (an appendix hidden as
   references), and body chunks under an appendix, proof or supplement heading;
 - LitQA2's dev key passages: intact in the text (every 6-word shingle, case and
@@ -28,6 +30,7 @@ A benchmark, not a test: the exit code is 0 whatever the numbers.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import re
 import sys
@@ -160,11 +163,39 @@ def garbage_measure(folder: Path, name: str) -> dict[str, Any]:
     return out
 
 
-_LIGATURE_WORDS: dict[str, str] | None = None
+_LIGATURE_WORDS: dict[str, tuple[str, bool]] | None = None
+# A run of letters (any script: "Müller" is no "M" + "ller") not glued to an address,
+# a closing bracket or a hyphen ("(ADP-ribosyl)ation", "ght@cos.ufrj.br", "rebase.neb.com").
+_RUN = re.compile(r"(?<![\w)\]@./\u2010\u2011-])[^\W\d_]+(?![\w@/]|\.\w)")
 
 
 def ligature_losses(text: str) -> list[str]:
-    """Broken forms in `text` of vocabulary words with a ligature: "dened", "de ned"."""
+    """Broken forms in `text` of vocabulary words with a ligature: "dened", "de ned".
+
+    As a lost ligature leaves them: in lower case, but for a capital the word had before
+    its ligature and a gap ("Signi cant"); an acronym ("LTR", "NES") or a capitalised
+    run ("Ying", "Chau") is a name more often than a broken word."""
+    broken = _ligature_words()
+    runs = [(m.group(0), m.start(), m.end()) for m in _RUN.finditer(text)]
+    found = [run for run, _, _ in runs if _broken(run, broken)]
+    for (first, _, end), (second, start, _) in itertools.pairwise(runs):
+        if text[end:start] == " " and second.islower() and _broken(f"{first} {second}", broken):
+            found.append(f"{first} {second}".lower())
+    return found
+
+
+def _broken(form: str, broken: dict[str, tuple[str, bool]]) -> bool:
+    got = broken.get(form.lower())
+    if got is None or form.isupper():
+        return False
+    at_start = got[1]
+    # A capital only before a gap ("Signi cant"): one capitalised run is a name ("Chau").
+    return form.islower() or (not at_start and " " in form and form[0].isupper()
+                              and form[1:].islower())
+
+
+def _ligature_words() -> dict[str, tuple[str, bool]]:
+    """Broken form -> (word, whether its ligature starts it), over the vocabulary."""
     global _LIGATURE_WORDS
     from scholarflow.ingest.readers.quality import is_word
 
@@ -172,7 +203,7 @@ def ligature_losses(text: str) -> list[str]:
         from scholarflow.tokens import encoding
 
         enc = encoding()
-        broken: dict[str, str] = {}
+        broken: dict[str, tuple[str, bool]] = {}
         for token in range(enc.n_vocab):
             try:
                 word = enc.decode_single_token_bytes(token).decode("utf-8")
@@ -188,13 +219,10 @@ def ligature_losses(text: str) -> list[str]:
                         if gap and len(word) < 6:
                             continue  # "in x" is as often a variable as a broken "infix"
                         if len(form.strip()) >= 3 and not is_word(form.replace(" ", "")):
-                            broken.setdefault(form.strip(), word)
+                            broken.setdefault(form.strip(), (word, word.startswith(ligature)))
                     break
         _LIGATURE_WORDS = broken
-    pairs = re.findall(r"(?=\b([a-z]+ [a-z]+)\b)", text.lower())
-    found = [w for w in re.findall(r"[a-z]+", text.lower()) if w in _LIGATURE_WORDS]
-    found += [p for p in pairs if p in _LIGATURE_WORDS]
-    return found
+    return _LIGATURE_WORDS
 
 
 def _norm(text: str) -> str:
@@ -211,8 +239,14 @@ def metadata_accuracy(read: dict[str, Any]) -> dict[str, Any]:
     rows = [json.loads(line) for line in (ROOT / "tests" / "data" / "pwl_metadata.jsonl")
             .read_text(encoding="utf-8").splitlines() if line.strip()]
     right = {"title": 0, "authors": 0, "year": 0}
+    # The garbage measure's halves: every other file, sorted by name.
+    order = {name: index for index, name in enumerate(sorted(row["file"] for row in rows))}
+    halves = {half: {"papers": 0, "title": 0, "authors": 0, "year": 0}
+              for half in ("tuning", "checking")}
     wrong: list[str] = []
     for row in rows:
+        half = halves["tuning" if order[row["file"]] % 2 == 0 else "checking"]
+        half["papers"] += 1
         got = read.get(row["file"])
         if got is None:
             wrong.append(f"{row['file']}: refused")
@@ -227,6 +261,8 @@ def metadata_accuracy(read: dict[str, Any]) -> dict[str, Any]:
         right["title"] += ok_title
         right["authors"] += ok_authors
         right["year"] += ok_year
+        for key, ok in (("title", ok_title), ("authors", ok_authors), ("year", ok_year)):
+            half[key] += ok
         if not (ok_title and ok_authors and ok_year):
             wrong.append(f"{row['file'][:50]}: "
                          + ("" if ok_title else f"title {title[:60]!r} ")
@@ -234,6 +270,8 @@ def metadata_accuracy(read: dict[str, Any]) -> dict[str, Any]:
                          + ("" if ok_year else f"year {extracted.year}"))
     total = len(rows)
     return {"papers": total, **{k: round(v / total, 3) for k, v in right.items()},
+            **{name: {k: round(v / half["papers"], 3) if k != "papers" else v
+                      for k, v in half.items()} for name, half in halves.items()},
             "not_all_right": wrong}
 
 

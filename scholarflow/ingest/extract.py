@@ -124,11 +124,13 @@ def extract_pdf(raw: bytes, shown: str, *, reader: str | None = None,
     from scholarflow.ingest.readable import no_readable_page, readable_pages
     from scholarflow.ingest.readers import get_reader
     from scholarflow.ingest.readers.guard import check_inflation
+    from scholarflow.ingest.readers.ligatures import restore_private
     from scholarflow.ingest.readers.paper import paper_facts
 
     chosen = get_reader(reader)
     check_inflation(raw, shown)  # before any engine: PDFium aborts the process on a bomb
-    content = chosen.read(raw, shown)
+    # A font's ligatures at private-use code points are read before any page or title is.
+    content = restore_private(chosen.read(raw, shown))
     if not content.pages:
         raise DocumentError(f"{shown} is a PDF without pages; re-export it, or give its text "
                             "as a .txt or .md file")

@@ -41,14 +41,22 @@ end"""
 
 def make_text_pdf(pages: Sequence[Sequence[str | bytes]], *, unmapped: Sequence[int] = (),
                   size: float = 10, title: str | None = None, top: int = 750,
-                  headers: Sequence[str | None] = ()) -> bytes:
+                  headers: Sequence[str | None] = (), private: dict[int, int] | None = None
+                  ) -> bytes:
     """A PDF of Helvetica text lines; the pages numbered in `unmapped` (1-based) use a
     font whose ToUnicode map names the wrong characters. A line given as bytes is
     written as those codes (TeX's ligature codes, control characters). The text starts
     `top` points above the page's bottom; `headers[i]`, when given, is a line 50 points
-    above it on page i + 1 (a running header)."""
+    above it on page i + 1 (a running header). `private` maps byte codes to the
+    code points the plain font's ToUnicode map gives them (a ligature glyph at a
+    private-use code point, as some journal fonts have it); other bytes read as ASCII."""
     writer = PdfWriter()
-    plain = writer._add_object(_font())
+    plain_font = _font()
+    if private:
+        own = StreamObject()
+        own._data = _private_cmap(private)
+        plain_font[NameObject("/ToUnicode")] = writer._add_object(own)
+    plain = writer._add_object(plain_font)
     shifted_font = _font()
     cmap = StreamObject()
     cmap._data = _SHIFTED_CMAP
@@ -79,6 +87,16 @@ def make_text_pdf(pages: Sequence[Sequence[str | bytes]], *, unmapped: Sequence[
     out = io.BytesIO()
     writer.write(out)
     return out.getvalue()
+
+
+def _private_cmap(codes: dict[int, int]) -> bytes:
+    chars = b"".join(b"<%02X> <%04X>\n" % (code, point) for code, point in codes.items())
+    return (b"/CIDInit /ProcSet findresource begin\n12 dict begin\nbegincmap\n"
+            b"/CMapName /Private def\n/CMapType 2 def\n"
+            b"1 begincodespacerange <00> <FF> endcodespacerange\n"
+            b"1 beginbfrange <20> <7E> <0020> endbfrange\n"
+            + b"%d beginbfchar\n" % len(codes) + chars + b"endbfchar\n"
+            b"endcmap\nCMapName currentdict /CMap defineresource pop\nend\nend")
 
 
 def _font() -> DictionaryObject:

@@ -12,16 +12,25 @@ and often map them to no character, so engines give the code itself
   ("de" + "fi" + "ned") or one piece with a ligature put in ("rst") make a word
   of the tokenizer's vocabulary, or one the document itself writes whole
   (`restore_dropped`).
+- A font may map its ligature glyphs to private-use code points (U+E000-U+F8FF),
+  one font's fl at U+E104, another's elsewhere: in each document, a code point
+  that stands inside words is read as the ligature that makes the most of those
+  words into words, when one clearly does (`restore_private`).
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from itertools import product
+from typing import TYPE_CHECKING
 
-__all__ = ["LIGATURES", "LIGATURE_CODES", "restore_codes", "restore_dropped"]
+if TYPE_CHECKING:
+    from scholarflow.ingest.readers import PdfContent
+
+__all__ = ["LIGATURES", "LIGATURE_CODES", "restore_codes", "restore_dropped", "restore_private"]
 
 LIGATURES = ("fi", "ff", "fl", "ffi", "ffl")
 # TeX's OT1 encoding, then T1's (their ligature slots); PDFium gives "\r" for OT1's fl.
@@ -41,6 +50,11 @@ _PIECE = r"[a-z]+"
 _PAIR = re.compile(rf"\b(?=([A-Za-z]?{_PIECE}|[A-Za-z]) ({_PIECE})\b)")  # overlapping
 _SINGLE = re.compile(rf"\b[A-Za-z]?{_PIECE}\b")
 _LIGATURE_RUN = re.compile("f[fil]")
+# What a font's private-use glyph inside a word may be: the ligatures, and the "ft"
+# and "st" some text fonts draw as one glyph too.
+_PRIVATE_CHOICES = (*LIGATURES, "ft", "st")
+_PRIVATE = re.compile("[\ue000-\uf8ff]")
+_PRIVATE_WORD = re.compile(r"[^\W\d_]*[\ue000-\uf8ff][^\W\d_]*")
 
 
 def restore_codes(text: str) -> str:
@@ -123,3 +137,51 @@ def _repairs(text: str, whole: Counter[str]) -> dict[str, str]:
                 found[piece] = candidate
                 break
     return found
+
+
+def restore_private(content: PdfContent) -> PdfContent:
+    """`content` with each private-use code point that stands for a ligature read as it
+    in every line, before anything reads the lines (the text, the title, the authors);
+    any other code point left as it is."""
+    readings = private_ligatures([line.text for page in content.pages for line in page.lines])
+    if not readings:
+        return content
+    table = str.maketrans(readings)
+    pages = tuple(replace(page, lines=tuple(replace(line, text=line.text.translate(table))
+                                            for line in page.lines))
+                  for page in content.pages)
+    return replace(content, pages=pages)
+
+
+def private_ligatures(texts: Sequence[str]) -> dict[str, str]:
+    """Private-use code point -> the ligature it stands for in `texts`.
+
+    A code point's words (letters around it) vote: each for the ligatures that make
+    it a word of the vocabulary or one the text writes whole. The winner needs half
+    the words at least and more votes than any other, so a symbol font's glyph
+    (a bullet, an arrow between words) is never read as letters.
+    """
+    joined = "\n".join(texts)
+    if not _PRIVATE.search(joined):
+        return {}
+    from scholarflow.ingest.readers.quality import is_word
+
+    words: dict[str, list[str]] = {}
+    for word in _PRIVATE_WORD.findall(joined):
+        codes = set(_PRIVATE.findall(word))
+        if len(codes) == 1 and len(word) > 1:
+            words.setdefault(codes.pop(), []).append(word)
+    whole = Counter(word.lower() for word in re.findall(r"[^\W\d_]+", joined))
+    readings: dict[str, str] = {}
+    for code, found in words.items():
+        votes = Counter(choice for word in found for choice in _PRIVATE_CHOICES
+                        if _known(word.replace(code, choice), whole, is_word))
+        ranked = [*votes.most_common(2), ("", 0), ("", 0)]
+        (best, count), (_, runner_up) = ranked[0], ranked[1]
+        if count * 2 >= len(found) and count > runner_up:
+            readings[code] = best
+    return readings
+
+
+def _known(word: str, whole: Counter[str], is_word: Callable[[str], bool]) -> bool:
+    return whole[word.lower()] > 0 or is_word(word)

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from scholarflow.ingest.readers import Line, PdfContent
+from scholarflow.ingest.readers.authors import AFFILIATION as _AFFILIATION
+from scholarflow.ingest.readers.authors import first_page_authors, metadata_authors, names
 from scholarflow.ingest.readers.columns import body_size, strip_line_numbers
 from scholarflow.ingest.readers.layout import DOWNLOADED as _DOWNLOADED
 from scholarflow.ingest.readers.layout import clean_line
@@ -51,24 +53,6 @@ _FOOTER_LINES = 6
 # When a copy was made, not the paper: "Retrieved on: 18 March 2016", "Accessed ...".
 _STAMP = re.compile(r"\b(?:retrieved|downloaded|accessed|available from|printed)\b",
                     re.IGNORECASE)
-_AUTHOR_SPLIT = re.compile(r"\s*(?:,|;|\band\b|&)\s*", re.IGNORECASE)
-_NAME = re.compile(r"^[A-Z][\w'’.-]*(?:\s+(?:[A-Z][\w'’.-]*\.?|(?:van|von|de|der|den|da|di|"
-                   r"du|la|le|y|dos|del)(?=\s))){0,3}\s+[A-Z][\w'’-]+$")
-_SPACED_NAME = re.compile(r"[A-Z][\w'’-]+(?:\s+[A-Z]\.)*\s+[A-Z][\w'’-]+")
-_HONORIFIC = re.compile(r"^(?:by|prof\.?|dr\.?)\s+", re.IGNORECASE)
-_AUTHOR_LINES = 10  # lines under a title that may name its authors
-_FIRST_AUTHOR_LINES = 4  # the first of which names one within this many
-_NOT_A_NAME = re.compile(
-    r"\b(?:institute|university|association|department|center|centre|laboratory|school|"
-    r"college|hospital|society|foundation|faculty|division|program|academy|research|science|"
-    r"project|paper|corporation|laborator|infolab|solution|report|manuscript|abstract|"
-    r"published|works)",
-    re.IGNORECASE)
-_AFFILIATION = re.compile(
-    r"\b(?:university|universit[àé]|institut[e]?|laborator(?:y|ies)|corporation|department|"
-    r"research cent(?:er|re)|school of|inc\.|ltd\.|gmbh)\b", re.IGNORECASE)
-_MARKERS = re.compile(r"[\d*†‡§¶#,]+$|^\W+")
-_MAX_AUTHORS = 50
 _TITLE_MAX_LINES = 4
 # A title's font is this much larger than page 1's middle size, at least.
 _TITLE_SIZE = 1.1
@@ -103,8 +87,8 @@ def paper_facts(content: PdfContent) -> PaperFacts:
         title = found  # metadata titles are often cut short ("A loss-of-function mutation in")
     title = title or _first_line(first)
     # The page's own names first: metadata orders them either way ("Saproo Sheetanshu").
-    authors = _first_page_authors(first, title_lines) or _metadata_authors(
-        metadata.get("author", ""))
+    authors = first_page_authors(_below(content, first, title_lines, title)) or (
+        metadata_authors(metadata.get("author", "")))
     doi = _doi(metadata, raw_first)
     return PaperFacts(title, authors, _year(metadata, content, raw_first, doi), doi)
 
@@ -189,11 +173,25 @@ def _title_lines(content: PdfContent, first: list[Line]) -> list[Line]:
 def _signed(run: list[Line], lines: list[Line]) -> bool:
     """Whether `run` reads as names and the line right under it is an affiliation or an
     email: it names an author, however large it is set."""
-    if not _names(" ".join(clean_line(line.text) for line in run)):
+    if not names(" ".join(clean_line(line.text) for line in run)):
         return False
     below = next((line for line in lines if line.top >= run[-1].bottom - 1
                   and not _beside(line, run)), None)
     return below is not None and bool(_AFFILIATION.search(below.text) or "@" in below.text)
+
+
+def _below(content: PdfContent, first: list[Line], title_lines: list[Line],
+           title: str | None) -> list[Line]:
+    """Page 1's lines under its title, top down; on a page without positions, the lines
+    after the one that is the title, in the engine's order."""
+    if title_lines:
+        return sorted((line for line in first if line.top > title_lines[-1].bottom - 1
+                       and not line.hidden), key=lambda line: line.top)
+    if content.pages and not content.pages[0].positioned and title:
+        texts = [clean_line(line.text) for line in first]
+        if title in texts:
+            return first[texts.index(title) + 1:]
+    return []
 
 
 def _beside(line: Line, chosen: list[Line]) -> bool:
@@ -214,64 +212,6 @@ def _titlelike(text: str) -> bool:
     return (sum(c.isalpha() for c in text) >= 3 and CAPTION.match(text) is None
             and not _DOI.search(text) and not _NOT_A_TITLE.search(text)
             and len(text.split()) <= _TITLE_MAX_WORDS and not _AFFILIATION.search(text))
-
-
-def _metadata_authors(raw: str) -> tuple[str, ...]:
-    raw = html.unescape(raw)
-    if ";" in raw:  # "Saproo, Sheetanshu; Leal, Karla": surname first
-        parts = [part.strip() for part in raw.split(";") if part.strip()]
-        raw = ", ".join(" ".join(reversed(part.split(",", 1))).strip() if part.count(",") == 1
-                        else part for part in parts)
-    return tuple(_names(raw))
-
-
-def _first_page_authors(first: list[Line], title_lines: list[Line]) -> tuple[str, ...]:
-    """The lines under the title that read as names: one line or several ("A, B," / "C
-    and D"), or one name a line with its affiliation and email under each (those are
-    passed over); the first other line after a name ends them."""
-    if not title_lines:
-        return ()
-    below = sorted((line for line in first if line.top > title_lines[-1].bottom - 1
-                    and not line.hidden), key=lambda line: line.top)
-    names: list[str] = []
-    for index, line in enumerate(below[:_AUTHOR_LINES]):
-        if not names and index >= _FIRST_AUTHOR_LINES:
-            break
-        text = clean_line(line.text)
-        found = _names(text)
-        if found:
-            names.extend(found)
-        elif names and not (_AFFILIATION.search(text) or "@" in text
-                            or text.strip().lower() in ("and", "&")):
-            break
-    return tuple(dict.fromkeys(names))[:_MAX_AUTHORS]
-
-
-def _names(raw: str) -> list[str]:
-    """The names a line lists, when it lists names (and nothing that is an institution)."""
-    raw = _HONORIFIC.sub("", raw)
-    parts = [p for part in _AUTHOR_SPLIT.split(raw) if part.strip() for p in _side_by_side(part)]
-    names = []
-    for part in parts:
-        name = _MARKERS.sub("", part.strip()).strip()
-        name = re.sub(r"(?<=[a-z])[\d*†‡§¶]+$", "", name)
-        if _NOT_A_NAME.search(name) or _AFFILIATION.search(name):
-            return []  # "University of California, Santa Cruz": a place, not a person
-        if name and _NAME.match(name):
-            names.append(name)
-    return names if parts and len(names) * 2 >= len(parts) else []
-
-
-def _side_by_side(part: str) -> list[str]:
-    """"Sage A. Weil Andrew W. Leung Carlos Maltzahn": names set apart by space alone, when
-    the line is nothing but such names (two or more) and has initials (without them,
-    "UC San Diego Previously Published Works" would be three people)."""
-    bare = " ".join(_MARKERS.sub("", word) or word for word in part.split())
-    found = _SPACED_NAME.findall(bare)
-    if (len(part.split()) >= 4 and len(found) >= 2 and " ".join(found) == bare
-            and re.search(r"\b[A-Z]\.", bare)):
-        return found
-    return [part]
 
 
 def _year(metadata: dict[str, str], content: PdfContent, first_page: str,
