@@ -4,20 +4,25 @@ Two engines, both permissively licensed, English and Simplified Chinese:
 
 - RapidOCR (Apache-2.0: `rapidocr-onnxruntime`, the `ocr` extra, `pip install
   'scholarflow[ocr]'`): PP-OCR's models, which ship inside its wheel, on ONNX Runtime,
-  in this process on one thread. It finds the page's lines first, then reads them a
-  few at a time, so a page over its limit stops between two batches of lines.
+  in this process on one thread (a second thread costs twice the CPU for little
+  time on a busy machine). It finds the page's lines first, then reads them a few
+  at a time, so a page over its limit stops between two batches of lines; the
+  spaces it leaves out between English words are put back (`joined_words.py`).
 - Tesseract (Apache-2.0: the program, with Debian's tesseract-ocr and
   tesseract-ocr-chi-sim), on its standard input, on one thread
   (OMP_THREAD_LIMIT=1: left to itself it spins a core per thread for no gain); a
   page over its limit is killed. It is used when it is on the PATH (or at
   SCHOLARFLOW_TESSERACT).
 
-SCHOLARFLOW_OCR picks one: `auto` (the default) takes Tesseract when it is there,
-as it reads English text at least as well for a fraction of the CPU, and RapidOCR
-otherwise (`bench/ocr.py` measures both); `tesseract` or `rapidocr` only that one;
-`off` none. Only the pages that need it are read: a PDF whose text is text never
-starts an engine. Without one, the refusal or the note on the pages left out says
-what to install (`install_hint`).
+SCHOLARFLOW_OCR picks them. `auto` (the default) with both installed reads a page
+with Tesseract, which reads Latin text better for a fraction of RapidOCR's CPU,
+and gives it to RapidOCR when Tesseract finds it Chinese, as every page of the
+document after it: RapidOCR reads Chinese better, short lines above all
+(`bench/ocr.py` measures both). With one installed, `auto` is that one;
+`tesseract` or `rapidocr` is that one only; `off` is none. Only the pages that
+need it are read: a PDF whose text is text never starts an engine. Without an
+engine, the refusal or the note on the pages left out says what to install
+(`install_hint`).
 
 A page is rendered by PDFium in grey at `DPI` and its lines come back with their
 boxes (`PageText`), so the OCR'd text goes through the same cleanup and
@@ -177,8 +182,9 @@ class ChineseToRapidOcr:
             page = self.tesseract.read(image, width, height, number, timeout)
             text = "".join(line.text for line in page.lines)
             han = len(HAN_CHAR.findall(text))
-            if han < _CHINESE_SHARE * (han + sum(c.isascii() and c.isalpha() for c in text)):
-                return page
+            latin = sum(c.isascii() and c.isalpha() for c in text)
+            if han < _FEWEST_HAN or han < _CHINESE_SHARE * (han + latin):
+                return page  # Latin text, a blank page, a few specks read as characters
             self.chinese = True
             timeout -= time.monotonic() - started
             if timeout <= 0:  # no time left to read it again: Tesseract's reading it is
@@ -187,6 +193,7 @@ class ChineseToRapidOcr:
 
 
 _CHINESE_SHARE = 0.2  # of a page's letters: Chinese, not a stray character in a reference
+_FEWEST_HAN = 5
 _BATCH = 6  # lines RapidOCR reads between two looks at the clock (its own batch size)
 _MIN_SCORE = 0.5  # of RapidOCR's 0-1 line scores: below it a "line" is a rule or a figure
 

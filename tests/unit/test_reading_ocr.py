@@ -117,10 +117,12 @@ def test_auto_gives_rapidocr_the_pages_from_the_first_chinese_one_on() -> None:
     latin, chinese = Scripted("tesseract", "Sparse attention 稀"), Scripted("rapidocr", "稀疏")
     auto = ocr.ChineseToRapidOcr(latin, chinese)
     assert auto.read(b"", 1, 1, 1, 60).lines[0].text == "Sparse attention 稀"  # a stray one
-    latin.text = "模型关注 window"
-    assert auto.read(b"", 1, 1, 2, 60).lines[0].text == "稀疏"
+    latin.text = ""  # a blank page
+    assert auto.read(b"", 1, 1, 2, 60).lines[0].text == ""
+    latin.text = "模型关注局部 window"
     assert auto.read(b"", 1, 1, 3, 60).lines[0].text == "稀疏"
-    assert (latin.pages, chinese.pages) == (2, 2)
+    assert auto.read(b"", 1, 1, 4, 60).lines[0].text == "稀疏"
+    assert (latin.pages, chinese.pages) == (3, 2)
 
 
 @pytest.mark.parametrize(("choice", "tesseract", "rapidocr", "chosen"), [

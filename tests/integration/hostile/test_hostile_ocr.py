@@ -83,14 +83,16 @@ def test_a_scanned_instruction_reaches_the_model_only_as_document_text(
     result = run(["ask", QUESTION, "--no-thinking", "--file", str(path)],
                  llm_env(llm_server.base_url, tmp_path / "home"), timeout=120)
     assert_clean_success(result)
+    # Case aside: an OCR engine may read "PWNED", no word, as "PwNED".
     carrying = [str(m.get("content", "")) for request in llm_server.stats().requests
-                for m in request.get("messages", []) if "PWNED" in str(m.get("content", ""))]
+                for m in request.get("messages", [])
+                if "pwned" in str(m.get("content", "")).lower()]
     assert carrying, "the scan's text reached no prompt"
     for content in carrying:  # always inside a <document> element: data, not instructions
-        at = content.index("PWNED")
+        at = content.lower().index("pwned")
         opened = content.rfind("<document ", 0, at)
         assert opened >= 0 and content.rfind("</document>", 0, at) < opened
-    assert "PWNED" not in result.stdout.replace(INJECTION, "")
+    assert "pwned" not in result.stdout.lower().replace(INJECTION.lower(), "")
 
 
 def test_ocr_killed_with_9_midway_leaves_nothing_half_stored(
