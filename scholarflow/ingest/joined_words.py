@@ -21,8 +21,8 @@ from itertools import pairwise
 __all__ = ["space_joined"]
 
 _RUN = re.compile(r"[A-Za-z]+")
-# The three costs below were chosen with bench/ocr.py on LitQA2 pages apart from those
-# it reports (bench/README.md).
+# The three costs below were chosen with bench/ocr.py on pages apart from those it
+# reports (bench/README.md).
 _WIDER = 1  # columns over the line's usual gap between two letters: a space left out
 _LONGEST_PIECE = 24
 _PER_WORD = 4.0  # a cost of its own for each piece: fewer, longer words are preferred
