@@ -22,7 +22,9 @@ fonts) and `../shared/corpus/litqa2` (modern journal PDFs), it reports:
   punctuation ignored) and within one chunk.
 
     .venv/bin/python bench/reading.py [--corpus ../shared/corpus] [--json out.json]
-        [--no-ocr] [--only pwl|litqa2]
+        [--no-ocr | --ocr-engine auto|tesseract|rapidocr] [--only pwl|litqa2]
+
+(`--ocr-engine` sets SCHOLARFLOW_OCR; `bench/ocr.py` compares the engines page by page.)
 
 A benchmark, not a test: the exit code is 0 whatever the numbers.
 """
@@ -32,6 +34,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import re
 import sys
 import time
@@ -53,8 +56,11 @@ def main() -> int:
     parser.add_argument("--corpus", type=Path, default=ROOT.parent / "shared" / "corpus")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--no-ocr", action="store_true")
+    parser.add_argument("--ocr-engine", choices=("auto", "tesseract", "rapidocr"))
     parser.add_argument("--only", choices=("pwl", "litqa2"))
     args = parser.parse_args()
+    if args.ocr_engine:
+        os.environ["SCHOLARFLOW_OCR"] = args.ocr_engine
     report: dict[str, Any] = {}
     for name in ("pwl", "litqa2"):
         if args.only in (None, name):

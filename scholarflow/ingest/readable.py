@@ -3,8 +3,9 @@
 A page is unreadable when its text is not text (fonts that map glyphs to no
 characters: `readers/quality.py`) or when it has no text but is a scanned
 image. Such a page never becomes part of the paper's text: it is read by
-OCR when Tesseract is installed (`scholarflow.ingest.ocr`), and else left
-out and named. A paper keeps its good pages; one with none is refused.
+OCR when an engine is installed (`scholarflow.ingest.ocr`), and else left
+out and named, with what to install. A paper keeps its good pages; one with
+none is refused.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ class ReadPages:
     texts: list[str]  # each page's text, "" for a blank or unread page
     ocr_pages: tuple[int, ...] = ()  # 1-based
     unreadable_pages: tuple[int, ...] = ()  # 1-based
-    note: str = ""  # what stopped OCR, when something did
+    note: str = ""  # why pages were left out: what stopped OCR, or no engine to read them
     ocr_tried: bool = False  # an OCR engine was there for the unreadable pages
 
 
@@ -42,7 +43,7 @@ def readable_pages(content: PdfContent, shown: str, *, raw: bytes = b"",
 
     engine = ocr_engine()
     if engine is None:
-        return _read(kept, texts, unread)
+        return replace(_read(kept, texts, unread), note=_no_engine_note())
     result = ocr_pages(raw, sorted(unread), shown, engine)
     pages = list(kept.pages)
     for index, page in result.pages.items():
@@ -77,6 +78,14 @@ def _text_pages(content: PdfContent, unread: set[int]) -> tuple[list[str], set[i
     return texts, unread, kept
 
 
+def _no_engine_note() -> str:
+    """The note on pages left out for want of an engine; none when OCR was turned off."""
+    from scholarflow.ingest.ocr import install_hint
+    from scholarflow.settings import get_settings
+
+    return "" if get_settings().ocr == "off" else install_hint()
+
+
 def _read(kept: PdfContent, texts: list[str], unread: set[int]) -> ReadPages:
     return ReadPages(kept, texts, unreadable_pages=tuple(i + 1 for i in sorted(unread)))
 
@@ -90,7 +99,7 @@ def _emptied(content: PdfContent, indices: Sequence[int]) -> PdfContent:
 
 def no_readable_page(shown: str, content: PdfContent, read: ReadPages) -> DocumentError:
     """The error for a PDF none of whose pages could be read: why, and what to do."""
-    from scholarflow.ingest.ocr import INSTALL_HINT
+    from scholarflow.ingest.ocr import install_hint
 
     count = len(content.pages)
     if read.ocr_tried:
@@ -107,7 +116,7 @@ def no_readable_page(shown: str, content: PdfContent, read: ReadPages) -> Docume
     else:
         why = (f"has no readable text: {garbled} of its {count} page(s) use fonts that map "
                "glyphs to no real characters, the others are blank or scanned")
-    return DocumentError(f"{shown} {why}; {INSTALL_HINT}")
+    return DocumentError(f"{shown} {why}; {install_hint()}, or run OCR on it first")
 
 
 def _has_text(page: PageText) -> bool:

@@ -2,7 +2,9 @@
 TeX's ligature codes, and scans (pages that are one image, with or without text on it).
 
 Written with pypdf's objects; scans are rendered by PDFium from a text PDF, so
-the image holds real glyphs an OCR engine can read. No file leaves the test.
+the image holds real glyphs an OCR engine can read. Chinese lines are drawn by
+Pillow in a subset of WenQuanYi Micro Hei (Apache-2.0) that holds only their
+glyphs (`CJK_FONT`). No file leaves the test.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import io
 import zlib
 from collections.abc import Sequence
+from pathlib import Path
 
 from pypdf import PdfWriter
 from pypdf.generic import (
@@ -22,7 +25,13 @@ from pypdf.generic import (
     StreamObject,
 )
 
-__all__ = ["make_scan_pdf", "make_text_pdf"]
+__all__ = ["CJK_FONT", "draw_cjk_lines", "image_pdf", "make_scan_pdf", "make_text_pdf",
+           "render_lines"]
+
+CJK_FONT = Path(__file__).resolve().parents[1] / "data" / "fonts" / "wqy-microhei-ocr-subset.ttf"
+# The characters CJK_FONT holds: Chinese lines drawn with it may use only these.
+CJK_TEXT = "稀疏注意力降低了长文本的内存。模型关注局部窗口和少数全局词元。第一节方法"
+_DPI = 200  # as scholarflow.ingest.ocr renders a page
 
 # A CMap that maps every byte to the next character: "Sparse" reads "Tqbstf", as a font
 # whose glyphs map to no real characters reads to every engine.
@@ -123,14 +132,65 @@ def make_scan_pdf(pages: Sequence[Sequence[str]], *, scale: float = 2.0,
                                            if pixels.ndim == 3 else pixels.tobytes())))
     finally:
         source.close()
+    return _image_pages([(width, height, data, 612, 792) for width, height, data in rendered],
+                        repeat)
+
+
+def render_lines(lines: Sequence[str], *, size: float = 14) -> tuple[bytes, int, int]:
+    """Helvetica `lines` as OCR is given a page (grey, 8 bits, at its 200 dpi), cut to the
+    band that holds them, so an engine reads them in a fraction of a page's time."""
+    import pypdfium2
+
+    source = pypdfium2.PdfDocument(make_text_pdf([lines], size=size))
+    try:
+        pixels = source[0].render(scale=_DPI / 72, grayscale=True).to_numpy()
+    finally:
+        source.close()
+    if pixels.ndim == 3:
+        pixels = pixels[:, :, 0]
+    bottom = int((792 - 750 + size * 1.3 * len(lines) + 2 * size) * _DPI / 72)
+    band = pixels[:bottom].copy()
+    return band.tobytes(), band.shape[1], band.shape[0]
+
+
+def draw_cjk_lines(lines: Sequence[str], *, size: float = 14) -> tuple[bytes, int, int]:
+    """Chinese `lines` (of `CJK_TEXT`'s characters) drawn as `render_lines` draws Latin."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    assert set("".join(lines)) <= set(CJK_TEXT), "CJK_FONT has no glyph for some characters"
+    pixels = round(size * _DPI / 72)
+    font = ImageFont.truetype(str(CJK_FONT), pixels)
+    width, top = int(612 * _DPI / 72), int(42 * _DPI / 72)
+    image = Image.new("L", (width, top + 2 * pixels * (len(lines) + 1)), 255)
+    draw = ImageDraw.Draw(image)
+    for row, line in enumerate(lines):
+        draw.text((int(50 * _DPI / 72), top + 2 * pixels * row), line, font=font, fill=0)
+    return image.tobytes(), image.width, image.height
+
+
+def image_pdf(images: Sequence[tuple[bytes, int, int]]) -> bytes:
+    """A scan of one letter page per grey image (from `render_lines`, `draw_cjk_lines`),
+    the image at the page's top at 200 dpi, white below it, and no text."""
+    pages = []
+    for data, width, height in images:
+        full = int(792 * _DPI / 72)  # a scan is an image over the whole page
+        pages.append((width, full, zlib.compress(data + b"\xff" * width * (full - height)),
+                      612, 792))
+    return _image_pages(pages, 1)
+
+
+def _image_pages(images: Sequence[tuple[int, int, bytes, float, float]], repeat: int) -> bytes:
+    """Letter pages, each one image (width, height, deflated grey pixels) drawn at the top
+    of the page over the given width and height in points."""
     writer = PdfWriter()
-    images = [writer._add_object(_image(width, height, data))
-              for width, height, data in rendered]
+    drawn = [(writer._add_object(_image(width, height, data)), shown_width, shown_height)
+             for width, height, data, shown_width, shown_height in images]
     for _ in range(repeat):
-        for image in images:
+        for image, shown_width, shown_height in drawn:
             page = writer.add_blank_page(612, 792)
             stream = DecodedStreamObject()
-            stream.set_data(b"q 612 0 0 792 0 0 cm /Im0 Do Q")
+            stream.set_data(b"q %.2f 0 0 %.2f 0 %.2f cm /Im0 Do Q" % (
+                shown_width, shown_height, 792 - shown_height))
             page[NameObject("/Contents")] = writer._add_object(stream)
             page[NameObject("/Resources")] = DictionaryObject(
                 {NameObject("/XObject"): DictionaryObject({NameObject("/Im0"): image})})

@@ -65,11 +65,12 @@ def test_a_paper_without_a_readable_page_is_refused_saying_what_to_do(tmp_path: 
         extract_file(path, ocr=False)
     message = str(caught.value)
     assert "\n" not in message and str(path) in message
-    assert "map glyphs to no real characters" in message and "install Tesseract" in message
+    assert "map glyphs to no real characters" in message
+    assert "pip install 'scholarflow[ocr]'" in message and "apt install tesseract-ocr" in message
 
 
 def test_a_scan_without_ocr_names_the_extra(tmp_path: Path) -> None:
     path = tmp_path / "scan.pdf"
     path.write_bytes(make_scan_pdf([PROSE]))
-    with pytest.raises(DocumentError, match=r"may be scanned images.*install Tesseract"):
+    with pytest.raises(DocumentError, match=r"may be scanned images.*'scholarflow\[ocr\]'"):
         extract_file(path, ocr=False)

@@ -2,8 +2,9 @@
 every font maps to no characters, a scan that says "ignore your instructions" (data, never
 instructions), and OCR killed with -9 midway (nothing half stored).
 
-These need the Tesseract program (Debian: tesseract-ocr); without it they are skipped,
-and tests/unit/test_reading_garbage.py checks the refusal that names it."""
+These need an OCR engine (SCHOLARFLOW_OCR=auto: the Tesseract program, Debian's
+tesseract-ocr, or RapidOCR, the ocr extra); without one they are skipped, and
+tests/unit/test_reading_ocr.py checks the refusal that names what to install."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
@@ -27,8 +29,9 @@ from tests.integration.hostile.harness import (
 from tests.support import FakeOpenAIServer
 from tests.support.reading_pdfs import make_scan_pdf, make_text_pdf
 
-pytestmark = pytest.mark.skipif(shutil.which("tesseract") is None,
-                                reason="needs the Tesseract program (apt install tesseract-ocr)")
+pytestmark = pytest.mark.skipif(
+    shutil.which("tesseract") is None and find_spec("rapidocr_onnxruntime") is None,
+    reason="needs an OCR engine: apt install tesseract-ocr, or pip install 'scholarflow[ocr]'")
 
 PROSE = ["Sparse attention lowers the memory of long inputs on scientific papers.",
          "The model attends to local windows and a few global tokens at every layer.",
@@ -69,7 +72,7 @@ def test_a_pdf_whose_every_font_is_unmapped_is_read_by_ocr_or_refused_saying_how
     text = " ".join(str(chunk["text"]) for chunk in record["chunks"])  # type: ignore[attr-defined]
     assert "local windows and a few global tokens" in text and "Tqbstf" not in text
     off = read_json(path, {**base_env(tmp_path / "home"), "SCHOLARFLOW_OCR": "off"})
-    assert off["outcome"] == "refused" and "install Tesseract" in str(off["message"])
+    assert off["outcome"] == "refused" and "SCHOLARFLOW_OCR=off" in str(off["message"])
 
 
 def test_a_scanned_instruction_reaches_the_model_only_as_document_text(
@@ -80,14 +83,16 @@ def test_a_scanned_instruction_reaches_the_model_only_as_document_text(
     result = run(["ask", QUESTION, "--no-thinking", "--file", str(path)],
                  llm_env(llm_server.base_url, tmp_path / "home"), timeout=120)
     assert_clean_success(result)
+    # Case aside: an OCR engine may read "PWNED", no word, as "PwNED".
     carrying = [str(m.get("content", "")) for request in llm_server.stats().requests
-                for m in request.get("messages", []) if "PWNED" in str(m.get("content", ""))]
+                for m in request.get("messages", [])
+                if "pwned" in str(m.get("content", "")).lower()]
     assert carrying, "the scan's text reached no prompt"
     for content in carrying:  # always inside a <document> element: data, not instructions
-        at = content.index("PWNED")
+        at = content.lower().index("pwned")
         opened = content.rfind("<document ", 0, at)
         assert opened >= 0 and content.rfind("</document>", 0, at) < opened
-    assert "PWNED" not in result.stdout.replace(INJECTION, "")
+    assert "pwned" not in result.stdout.lower().replace(INJECTION.lower(), "")
 
 
 def test_ocr_killed_with_9_midway_leaves_nothing_half_stored(
