@@ -189,8 +189,9 @@ class Context:
         metadata=_doc("Multiple choice: when the readings answered in words that name no "
                       "option by their words (a synonym, a part of a name, another "
                       "spelling), one more short call shows the model its own answer and "
-                      "the options and asks which one it states (name_option); a pick whose "
-                      "numbers differ from the answer's is refused. False: no such call."),
+                      "the options and asks which one it states (name_option); a pick "
+                      "without every number of the answer is refused. False: no such "
+                      "call."),
     )
     option_excerpt_sentences: int = field(
         default=3,

@@ -9,10 +9,11 @@ the other options or about the question being unanswerable, which no finding
 states) and asks for the option that states the same thing, copied, or "none".
 The copy is matched by words like any reading (nodes/option_free.py).
 
-It runs only when a reading said something (not "not stated") that named no
-option. A pick is refused when the answer gives numbers of its own (not the
-question's) and the option holds none of them: a number is a finding, and the
-nearest number is not it.
+It runs only when a reading said something of its own (not "not stated", not the
+question's words alone) that named no option. A pick is refused unless the option
+holds every number the answer gives of its own (not the question's): a number is a
+finding, and an option sharing one of two numbers ("11-20" for "11-40") states
+another.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from scholarflow.events import Thinking, node_complete
 from scholarflow.language import is_chinese
 from scholarflow.llm import calls as llm
 from scholarflow.nodes.attribution import is_refusal
-from scholarflow.nodes.option_free import first_line, free_option
+from scholarflow.nodes.option_evidence import words
+from scholarflow.nodes.option_free import first_line, free_option, same_word
 from scholarflow.nodes.option_reading import OptionState
 from scholarflow.nodes.options import Options, says_insufficient, split_options
 from scholarflow.prompts import NAME_OPTION_EN, NAME_OPTION_ZH
@@ -43,12 +45,17 @@ _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)?(?![\w])")
 _NONE_REPLY = re.compile(r"^\W*(?:none|no option|无|没有)\W*$", re.I)
 
 
-def answered_without_option(readings: list[OptionReading]) -> OptionReading | None:
-    """The last reading that said something and named no option, when none named one."""
+def answered_without_option(readings: list[OptionReading], stem: str
+                            ) -> OptionReading | None:
+    """The last reading that said something of its own and named no option, when none
+    named one. An answer whose every word is the question's ("Vamp2" to a question about
+    Vamp2) repeats it and states nothing an option could be matched to."""
     if any(r["letter"] for r in readings):
         return None
+    asked = words(stem)
     said = [r for r in readings
-            if r["said"] and not is_refusal(r["said"]) and not says_insufficient(r["said"])]
+            if r["said"] and not is_refusal(r["said"]) and not says_insufficient(r["said"])
+            and any(not any(same_word(w, x) for x in asked) for w in words(r["said"]))]
     return said[-1] if said else None
 
 
@@ -64,25 +71,23 @@ def _numbers(text: str) -> set[str]:
 
 
 def numbers_agree(said: str, option: str, stem: str = "") -> bool:
-    """False when `said` gives numbers of its own (not the question's) and `option` holds
-    none of them."""
-    given = _numbers(said) - _numbers(stem)
-    return not given or bool(given & _numbers(option))
+    """Whether `option` holds every number `said` gives of its own (not the question's)."""
+    return _numbers(said) - _numbers(stem) <= _numbers(option)
 
 
 def route_after_passages(state: OptionState, runtime: Runtime[Context]
                          ) -> Literal["name_option", "__end__"]:
     """To name_option when it is on and a reading said something that named no option."""
     wanted = get_context(runtime).option_naming and answered_without_option(
-        state.get("option_readings") or []) is not None
+        state.get("option_readings") or [], split_options(state["question"]).stem) is not None
     return "name_option" if wanted else "__end__"
 
 
 async def name_option(state: OptionState, runtime: Runtime[Context]) -> dict[str, Any]:
     """Which option the readings' answer states, in the model's own judgement."""
     ctx = get_context(runtime)
-    reading = answered_without_option(state.get("option_readings") or [])
     asked = split_options(state["question"])
+    reading = answered_without_option(state.get("option_readings") or [], asked.stem)
     candidates = nameable(asked)
     if reading is None or not candidates.options:
         return {}

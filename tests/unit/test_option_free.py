@@ -81,3 +81,19 @@ def test_naming_lists_findings_only_and_keeps_the_answers_own_numbers() -> None:
     assert numbers_agree("about 6.5 hours", "6.5 h") is True
     assert numbers_agree("six hours at 42 °C", "6 hours", "survival at 42 °C?") is True
     assert numbers_agree("AAGAG", "AAGAG lncRNA") is True
+    assert numbers_agree("residues 11-40", "aa 11-20") is False  # one of two is not it
+
+
+def test_naming_needs_an_answer_that_says_more_than_the_question() -> None:
+    from scholarflow.nodes.option_naming import answered_without_option
+    from scholarflow.state import OptionReading
+
+    stem = "When Vamp2 is added to the Get3/4/5 complex, which part does it not bind?"
+    echo = OptionReading(step="passages", said="Vamp2", letter=None)
+    own = OptionReading(step="passages", said="the Get4/5 tetramer", letter=None)
+    silent = OptionReading(step="passages", said="not stated", letter=None)
+    assert answered_without_option([echo], stem) is None
+    assert answered_without_option([silent], stem) is None
+    assert answered_without_option([own, silent], stem) == own
+    named = OptionReading(step="excerpt", said="Get3", letter="C")
+    assert answered_without_option([named, own], stem) is None
