@@ -117,7 +117,9 @@ def corpus_report(folder: Path, name: str, *, ocr: bool) -> dict[str, Any]:
                     out["yearless_references"] += 1
             elif chunk.heading and _BACK.search(chunk.heading.split(" > ")[0]):
                 out["back_matter_chunks"] += 1
-        out["ligature_loss_words"] += len(ligature_losses(extracted.document.content))
+        losses = ligature_losses(extracted.document.content)
+        out["ligature_loss_words"] += len(losses)
+        out.setdefault("ligature_losses", []).extend(f"{path.name[:40]}: {w}" for w in losses)
     out["cpu_seconds"] = round(time.process_time() - started, 1)
     out["ocr_cpu_seconds"] = round(sum(cpu_ocr), 1)
     out["ocr_cpu_seconds_a_page"] = (round(sum(cpu_ocr) / out["ocr_pages"], 2)

@@ -119,6 +119,8 @@ async def test_below_the_limit_it_runs_and_a_later_estimate_has_a_saved_time(
     """Expected: 3 papers run without the flag (exit 0, estimate in the thinking stream,
     time unknown); the speed measured then is saved in the data folder, so the next
     command's estimate has a time from it."""
+    # Paced replies, as a model writes them: a reply sent at once has no writing speed.
+    fake_llm.configure(tokens_per_second=400)
     out = await sf("ask", QUESTION, *_files(tmp_path / "papers", 3), "--json")
     assert out.returncode == 0, out
     (line,) = _cost_thoughts(out)
