@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from dataclasses import dataclass
+from typing import Any
 
-from bench.litqa.env import Env, library
-from bench.litqa.graph import ask, build
-from bench.litqa.questions import INSUFFICIENT, Question, chosen_option, load_questions, select
+from bench.litqa.env import model_part
+from bench.litqa.graph import ask
+from bench.litqa.questions import INSUFFICIENT, Question, chosen_option
 from bench.litqa.report import Rows, p50_max, print_halves, progress, share
 
 # PaperQA2 for comparison, not rerun here: paper-qa 2026.8.12 with its defaults, on the
@@ -67,28 +67,22 @@ def verdict(picked: str | None, q: Question) -> str:
     return "wrong" if picked else "wrong, no option named"
 
 
-def write_record(path: str, q: Question, record: Answered, values: dict[str, object],
+def write_record(path: str, q: Question, record: Answered, values: dict[str, Any],
                  picked: str | None) -> None:
     """One JSON line: what was asked, picked and read, so a run can be studied afterwards."""
     line = {"n": q.n, "id": q.qid, "half": q.half, "question": q.asked(), "ideal": q.ideal,
             "picked": picked, "verdict": record.verdict, "answer": values.get("answer"),
             "readings": values.get("option_readings") or [],
-            "evidence": [c.get("chunk_id") for c in values.get("evidence") or []],  # type: ignore[attr-defined]
+            "evidence": [c["chunk_id"] for c in values.get("evidence") or []],
             "seconds": round(record.seconds, 1), "failed": record.failed}
     with open(path, "a", encoding="utf-8") as out:
         out.write(json.dumps(line, ensure_ascii=False) + "\n")
 
 
 async def answer(args: argparse.Namespace) -> None:
-    env = Env(args.home, scripted_llm=args.scripted)
-    if not os.environ.get("OPENAI_BASE_URL"):
-        raise SystemExit("answer needs a model: set OPENAI_BASE_URL (and OPENAI_API_KEY, "
-                         "SCHOLARFLOW_MODEL), or pass --scripted for a dry run")
     from scholarflow.retrieval.kb_registry import close_all
 
-    questions = select(load_questions(), args.half, args.questions, args.limit)
-    lib = await library(args.kb)
-    graph, context = build(args.window, args.llm_timeout)
+    env, questions, lib, graph, context = await model_part(args, "answer")
     records = []
     for q in questions:
         env.reset(mode="extractive")  # --scripted: answers made of the prompt's sentences

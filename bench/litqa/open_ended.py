@@ -10,13 +10,12 @@ cost. A run that stops for approval (interrupt) or runs past --timeout counts as
 from __future__ import annotations
 
 import argparse
-import os
 from collections import Counter
 from dataclasses import dataclass
 
-from bench.litqa.env import Env, library
-from bench.litqa.graph import ask, build
-from bench.litqa.questions import Question, citations_only, contains_ideal, load_questions, select
+from bench.litqa.env import model_part
+from bench.litqa.graph import ask
+from bench.litqa.questions import Question, citations_only, contains_ideal
 from bench.litqa.report import Rows, p50_max, print_halves, progress, share
 
 
@@ -54,15 +53,9 @@ def summarise(rs: list[Opened]) -> Rows:
 
 
 async def open_questions(args: argparse.Namespace) -> None:
-    env = Env(args.home, scripted_llm=args.scripted)
-    if not os.environ.get("OPENAI_BASE_URL"):
-        raise SystemExit("open needs a model: set OPENAI_BASE_URL (and OPENAI_API_KEY, "
-                         "SCHOLARFLOW_MODEL), or pass --scripted for a dry run")
     from scholarflow.retrieval.kb_registry import close_all
 
-    questions = select(load_questions(), args.half, args.questions, args.limit)
-    lib = await library(args.kb)
-    graph, context = build(args.window, args.llm_timeout)
+    env, questions, lib, graph, context = await model_part(args, "open")
     records = []
     for q in questions:
         env.reset(mode="extractive")  # --scripted: answers made of the prompt's sentences
