@@ -38,9 +38,11 @@ from scholarflow.state import OptionReading
 __all__ = ["answered_without_option", "name_option", "nameable", "numbers_agree",
            "route_after_passages"]
 
-# An option about the others ("None of the above", "Both", "All of these") states no
-# finding an answer in words could give.
-_ABOUT_OTHERS = re.compile(r"^\s*(?:none|neither|both|all)\b", re.I)
+# An option about the others ("None of the above", "Both", "All of these", "Both A and
+# B") states no finding an answer in words could give; "All-trans retinoic acid" does.
+_ABOUT_OTHERS = re.compile(
+    r"^\s*(?:(?:none|neither|both|all)(?:\s+of\s+(?:the|these|them)\b.*)?"
+    r"|both\s+[A-J]\)?\s+and\s+[A-J]\)?)\s*[.!]?\s*$", re.I)
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)?(?![\w])")
 _NONE_REPLY = re.compile(r"^\W*(?:none|no option|无|没有)\W*$", re.I)
 

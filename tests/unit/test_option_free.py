@@ -74,9 +74,10 @@ def test_naming_lists_findings_only_and_keeps_the_answers_own_numbers() -> None:
     from scholarflow.nodes.option_naming import nameable, numbers_agree
 
     asked = split_options("Which?\nA) 2 hours\nB) None of the above\nC) Both\n"
-                          "D) Insufficient information to answer this question")
-    assert nameable(asked).options == ("2 hours",)
-    assert nameable(asked).letters == ("A",)
+                          "D) Insufficient information to answer this question\n"
+                          "E) All-trans retinoic acid\nF) Both A and B\nG) Both strands")
+    assert nameable(asked).options == ("2 hours", "All-trans retinoic acid", "Both strands")
+    assert nameable(asked).letters == ("A", "E", "G")
     assert numbers_agree("8 hours", "6 hours") is False
     assert numbers_agree("about 6.5 hours", "6.5 h") is True
     assert numbers_agree("six hours at 42 °C", "6 hours", "survival at 42 °C?") is True
