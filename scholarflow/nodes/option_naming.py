@@ -79,9 +79,12 @@ def numbers_agree(said: str, option: str, stem: str = "") -> bool:
 
 def route_after_passages(state: OptionState, runtime: Runtime[Context]
                          ) -> Literal["name_option", "__end__"]:
-    """To name_option when it is on and a reading said something that named no option."""
-    wanted = get_context(runtime).option_naming and answered_without_option(
-        state.get("option_readings") or [], split_options(state["question"]).stem) is not None
+    """To name_option when it is on, a reading said something that named no option, and
+    some option states a finding."""
+    asked = split_options(state["question"])
+    wanted = (get_context(runtime).option_naming and bool(nameable(asked).options)
+              and answered_without_option(state.get("option_readings") or [], asked.stem)
+              is not None)
     return "name_option" if wanted else "__end__"
 
 
@@ -91,7 +94,7 @@ async def name_option(state: OptionState, runtime: Runtime[Context]) -> dict[str
     asked = split_options(state["question"])
     reading = answered_without_option(state.get("option_readings") or [], asked.stem)
     candidates = nameable(asked)
-    if reading is None or not candidates.options:
+    if reading is None:  # route_after_passages sends none such here
         return {}
     said = reading["said"]
     chinese = is_chinese(asked.stem)
