@@ -6,7 +6,10 @@ prompt's format) is the one the model would read them all in. Every prompt holdi
 passages is answered "The passages do not say.", so a multiple-choice answer goes on
 to the whole passages after any shorter prompt. The planner's reply is not JSON, so it
 falls back to the question itself: this measures search and evidence selection, not a
-model's sub-questions.
+model's sub-questions. For multiple choice it also reads what each reading was shown
+(the stem asked without its options): whether the ideal answer's words are there, the
+most an answer copied from it could get; and which options the passages' sentences name
+(nodes/option_evidence.py), so whether matching by words alone could tell them apart.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import Any
 
 from bench.litqa.env import Env, library
 from bench.litqa.graph import ask, build
-from bench.litqa.questions import Question, holds_key, load_questions, select
+from bench.litqa.questions import Question, contains_ideal, holds_key, load_questions, select
 from bench.litqa.report import Rows, p50_max, print_halves, progress, share
 
 _CHUNK = re.compile(r'<chunk n="\d+" title="(.*?)"[^\n]*\n(.*?)\n</chunk>', re.S)
@@ -34,6 +37,14 @@ class Recalled:
     key_place: int | None  # 1-based place of the key passage among the prompt's passages
     passages: int  # in the answer prompt
     prompt_tokens: int  # every request of the run, counted on our side
+    # Multiple choice's readings (nodes/option_reading.py): the ideal answer's words in the
+    # short reading's sentences and in the whole passages' reading; None when not read.
+    ideal_in_excerpt: bool | None = None
+    ideal_in_passages: bool | None = None
+    # The options but "insufficient" that a sentence of the whole passages names
+    # (nodes/option_evidence.py), and whether the ideal is among them.
+    named_options: int = 0
+    ideal_named: bool = False
 
 
 def prompt_text(request: dict[str, Any]) -> str:
@@ -52,6 +63,25 @@ def answer_prompt(requests: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return max(read, key=len, default=[])
 
 
+def readings(requests: list[dict[str, Any]]) -> list[str]:
+    """The passages' text of each multiple-choice reading (the stem asked without its
+    options, FREE_ANSWER), in the order asked: the excerpt first when there is one."""
+    from scholarflow.prompts import FREE_ANSWER_EN
+
+    ask = FREE_ANSWER_EN.format(stem="").strip()[:40]
+    return ["\n".join(text for _, text in _CHUNK.findall(prompt_text(r)))
+            for r in requests if ask in prompt_text(r) and "<chunk " in prompt_text(r)]
+
+
+def named_options(q: Question, passages: list[tuple[str, str]]) -> list[str]:
+    """The options (but "insufficient") a sentence of `passages` names."""
+    from scholarflow.nodes.option_evidence import option_evidence
+    from scholarflow.nodes.options import split_options
+
+    chunks: Any = [{"text": text} for _, text in passages]
+    return [e.text for e in option_evidence(split_options(q.asked()), chunks) if e.passage]
+
+
 def summarise(rs: list[Recalled]) -> Rows:
     n = len(rs)
     keyed = [r for r in rs if r.q.key_passage]
@@ -65,6 +95,18 @@ def summarise(rs: list[Recalled]) -> Rows:
          share(sum(r.key_place is not None for r in keyed), len(keyed))),
         ("passages in the answer prompt p50 / max", p50_max([r.passages for r in rs])),
         ("the key passage's place among them p50 / max", p50_max(places)),
+        ("ideal answer's words in the short reading's sentences",
+         share(sum(bool(r.ideal_in_excerpt) for r in rs),
+               sum(r.ideal_in_excerpt is not None for r in rs))),
+        ("ideal answer's words in the whole passages' reading",
+         share(sum(bool(r.ideal_in_passages) for r in rs),
+               sum(r.ideal_in_passages is not None for r in rs))),
+        ("options named by the passages' sentences p50 / max",
+         p50_max([r.named_options for r in rs])),
+        ("the ideal among them", share(sum(r.ideal_named for r in rs), n)),
+        ("only the ideal named", share(sum(r.ideal_named and r.named_options == 1 for r in rs), n)),
+        ("only a distractor named",
+         share(sum(not r.ideal_named and r.named_options == 1 for r in rs), n)),
         ("prompt tokens a question p50 / max (every call)",
          p50_max([r.prompt_tokens for r in rs])),
     ]
@@ -87,16 +129,27 @@ async def recall(args: argparse.Namespace) -> None:
         sources = lib.sources(q)
         recalled = run.values.get("recalled") or []
         source_titles = {lib.titles[d] for d in sources}
+        read = readings(requests)
+        excerpt_text = read[0] if len(read) > 1 else None
+        passages_text = read[-1] if read else None
+        named = named_options(q, passages)
         record = Recalled(
             q, paper_recalled=any(c["doc_id"] in sources for c in recalled),
             key_recalled=holds_key(q.key_passage, [c["text"] for c in recalled]) is not None,
             paper_in_prompt=any(title in source_titles for title, _ in passages),
             key_place=holds_key(q.key_passage, [text for _, text in passages]),
             passages=len(passages),
-            prompt_tokens=sum(count_tokens(prompt_text(r)) for r in requests))
+            prompt_tokens=sum(count_tokens(prompt_text(r)) for r in requests),
+            named_options=len(named), ideal_named=q.ideal in named,
+            ideal_in_excerpt=(None if excerpt_text is None
+                              else contains_ideal(excerpt_text, q.ideal)),
+            ideal_in_passages=(None if passages_text is None
+                               else contains_ideal(passages_text, q.ideal)))
         records.append(record)
         progress(q, f"{len(recalled)} recalled, {record.passages} in the answer prompt, key "
-                    f"passage at {record.key_place}; {run.seconds:.0f} s"
+                    f"passage at {record.key_place}; ideal in the readings' passages: "
+                    f"{record.ideal_in_excerpt}, {record.ideal_in_passages}; options named: "
+                    f"{record.named_options} (the ideal: {record.ideal_named}); {run.seconds:.0f} s"
                     + (f"; {run.error}" if run.error else ""))
     await close_all()
     env.close()

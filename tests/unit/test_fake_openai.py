@@ -144,13 +144,11 @@ async def test_concurrent_calls_overlap(server: FakeOpenAIServer) -> None:
     async def one(i: int) -> str:
         return "".join([str(c.content) async for c in model.astream(f"q{i}")])
 
-    started = time.perf_counter()
     replies = await asyncio.gather(*(one(i) for i in range(20)))
-    elapsed = time.perf_counter() - started
     assert sorted(replies) == sorted(f"ok: q{i}" for i in range(20))
     stats = server.stats()
+    # All 20 in flight at once is the overlap; a bound on seconds flakes on a busy machine.
     assert stats.max_in_flight == 20 and stats.in_flight == 0
-    assert elapsed < 2.0  # serialised would be 20 x 0.2 = 4 s
 
 
 async def test_admin_endpoints(server: FakeOpenAIServer) -> None:
