@@ -45,6 +45,8 @@ from scholarflow.prompts import (
     PICKED_EVIDENCE_ZH,
     PICKED_FREE_EN,
     PICKED_FREE_ZH,
+    PICKED_NAMED_EN,
+    PICKED_NAMED_ZH,
     READ_NONE_EN,
     READ_NONE_ZH,
 )
@@ -144,5 +146,9 @@ def reading_answer(asked: Options, readings: list[OptionReading],
     if quoted is not None and quoted.passage:
         quote = PICKED_EVIDENCE_ZH if chinese else PICKED_EVIDENCE_EN
         lines += [quote.format(n=quoted.passage, sentence=quoted.sentence), ""]
-    lines.append((PICKED_FREE_ZH if chinese else PICKED_FREE_EN).format(free=named["said"]))
+    if named["step"] == "named":  # the model matched its answer to the option, not the words
+        last = PICKED_NAMED_ZH if chinese else PICKED_NAMED_EN
+    else:
+        last = PICKED_FREE_ZH if chinese else PICKED_FREE_EN
+    lines.append(last.format(free=named["said"]))
     return "\n".join(lines), True

@@ -196,3 +196,13 @@ PICKED_FREE_EN = prompt(
     "option.)", "free")
 PICKED_FREE_ZH = prompt(
     "PICKED_FREE_ZH", "（不看选项时，模型根据这些段落回答“{free}”：即这个选项。）", "free")
+# The answer named no option by its words; the model, shown it beside the options, named
+# this one (nodes/option_naming.py): the reader is told who matched it.
+PICKED_NAMED_EN = prompt(
+    "PICKED_NAMED_EN",
+    "(Asked without the options, the model answered \"{free}\" from the passages; shown "
+    "that answer beside the options, it said this option states it.)", "free")
+PICKED_NAMED_ZH = prompt(
+    "PICKED_NAMED_ZH",
+    "（不看选项时，模型根据这些段落回答“{free}”；把这个回答和选项放在一起时，模型认为这个选项说的就是它。）",
+    "free")

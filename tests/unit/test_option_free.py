@@ -98,3 +98,20 @@ def test_naming_needs_an_answer_that_says_more_than_the_question() -> None:
     assert answered_without_option([own, silent], stem) == own
     named = OptionReading(step="excerpt", said="Get3", letter="C")
     assert answered_without_option([named, own], stem) is None
+
+
+def test_the_answer_says_who_matched_the_reading_to_its_option() -> None:
+    """Matched by words, the answer says the reading is the option; matched by the model
+    (name_option), it says the model said so, in the question's language."""
+    from scholarflow.nodes.option_reading import reading_answer
+    from scholarflow.state import OptionReading
+
+    asked = split_options("幼虫存活了多久？\nA) 六小时\nB) 两小时\nC) 信息不足")
+    by_words = [OptionReading(step="excerpt", said="六小时", letter="A")]
+    by_model = [OptionReading(step="passages", said="6 h", letter=None),
+                OptionReading(step="named", said="6 h", letter="A")]
+    text, _ = reading_answer(asked, by_words, [], None, chinese=True)
+    assert text.endswith("（不看选项时，模型根据这些段落回答“六小时”：即这个选项。）")
+    text, _ = reading_answer(asked, by_model, [], None, chinese=True)
+    assert text.startswith("A) 六小时")
+    assert text.endswith("模型认为这个选项说的就是它。）") and "“6 h”" in text

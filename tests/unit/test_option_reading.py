@@ -148,6 +148,10 @@ async def test_an_answer_in_other_words_is_named_by_the_model_beside_the_options
     assert "Insufficient" not in shown and "D)" not in shown  # no letters, no way out
     assert [r["step"] for r in out["option_readings"]] == ["excerpt", "passages", "named"]
     assert out["answer"].startswith("D) 6 hours")
+    # The reader is told the model, not the words, matched its answer to the option.
+    assert out["answer"].endswith('(Asked without the options, the model answered "six hours '
+                                  'at 42 degrees" from the passages; shown that answer beside '
+                                  'the options, it said this option states it.)')
     said = [e["content"] for e in events
             if e["type"] == "thought_chunk" and e.get("node") == "name_option"]
     assert said == ['Shown its answer "six hours at 42 degrees" beside the options, the model '
