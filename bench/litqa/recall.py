@@ -69,8 +69,9 @@ def readings(requests: list[dict[str, Any]]) -> list[str]:
     from scholarflow.prompts import FREE_ANSWER_EN
 
     ask = FREE_ANSWER_EN.format(stem="").strip()[:40]
-    return ["\n".join(text for _, text in _CHUNK.findall(prompt_text(r)))
-            for r in requests if ask in prompt_text(r) and "<chunk " in prompt_text(r)]
+    prompts = [prompt_text(r) for r in requests]
+    return ["\n".join(text for _, text in _CHUNK.findall(prompt))
+            for prompt in prompts if ask in prompt and "<chunk " in prompt]
 
 
 def named_options(q: Question, passages: list[tuple[str, str]]) -> list[str]:
