@@ -8,7 +8,7 @@ For each half of the dev split (tuning / checking: the first byte of sha256(id),
 even / odd) it prints how the stems are routed, the way `scholarflow route` and the
 graph route them (`recognise_intent`, `select_strategy`):
 
-  (a) rules only, no LLM;
+  (a) no LLM: the rules, then the nearest example messages (nodes/intent_examples.py);
   (b) with the LLM, when one is configured (OPENAI_BASE_URL or OPENAI_API_KEY) and
       --no-llm is not given: the intent call, the guard after it, its tokens and time.
 
@@ -18,7 +18,7 @@ summary = multi_doc_summary, whole = full_content, none = chat); decided_by; and
 "away": stems routed away from LITERATURE_QA. --show lists those stems.
 
 Then the route accuracy on the eval sets tests/data/route_*.jsonl (queries written
-for the purpose, with their intent): rules only, documents attached as in the graph;
+for the purpose, with their intent): no LLM, documents attached as in the graph;
 with --eval-llm also through the LLM (one call per query the rules are not sure of).
 
 The library is the knowledge base --kb (its documents' titles and sizes), else a
@@ -54,7 +54,7 @@ SHORT = {Intent.LITERATURE_QA: "QA", Intent.LITERATURE_SUMMARY: "SUM",
          Intent.SIMPLE_INTERACTION: "CHAT"}
 STRATEGIES = {"chunk_recall": "recall", "multi_doc_summary": "summary",
               "full_content": "whole", None: "none"}
-DECIDERS = ("rules", "llm", "guard", "fallback")
+DECIDERS = ("rules", "examples", "llm", "guard", "fallback")
 
 
 @dataclass
@@ -143,7 +143,7 @@ def row(part: str, name: str, t: Tally) -> str:
 
 
 def rules_only() -> Context:
-    """A context with no LLM: recognise_intent decides by the rules, as without a model."""
+    """A context with no LLM: recognise_intent decides as without a model (rules, examples)."""
     return Context(openai_api_base="", openai_api_key="")
 
 

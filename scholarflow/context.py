@@ -151,6 +151,12 @@ class Context:
                       "intent call, when it has at least this many research terms of its "
                       "own (Chinese: two characters a term)."),
     )
+    intent_example_neighbours: int = field(
+        default=3,
+        metadata=_doc("When the rules are unsure of a message with words of its own, its this "
+                      "many nearest labelled example messages decide if they agree on one "
+                      "intent (decided_by 'examples'); 0 switches the examples off."),
+    )
     intent_task_guard: bool = field(
         default=True,
         metadata=_doc("Overrule the intent model's LITERATURE_SUMMARY, REVIEW_GENERATION or "
@@ -256,7 +262,7 @@ class Context:
             if (value := getattr(self, name)) is not None and value < 1:
                 raise _invalid(self, named[name], "must be at least 1")
         for name in ("system_tokens_estimate", "option_excerpt_sentences", "approval_documents",
-                     "approval_tokens"):
+                     "approval_tokens", "intent_example_neighbours"):
             if (value := getattr(self, name)) is not None and value < 0:
                 raise _invalid(self, named[name], "must be at least 0")
         for name in ("direct_content_threshold", "similarity_threshold",

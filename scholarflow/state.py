@@ -24,7 +24,7 @@ from pydantic import Field
 from typing_extensions import TypedDict
 
 Strategy = Literal["full_content", "multi_doc_summary", "chunk_recall"]
-DecidedBy = Literal["override", "rules", "llm", "guard", "fallback"]
+DecidedBy = Literal["override", "rules", "examples", "llm", "guard", "fallback"]
 
 
 def _doc(text: str) -> Any:
@@ -213,7 +213,8 @@ class OutputState(TypedDict):
     intent_confidence: Annotated[float, _doc("Confidence of that intent, 0 to 1.")]
     intent_decided_by: Annotated[
         DecidedBy | None, _doc(
-            "Who decided: override (mode_type), rules, llm, guard (the model's summary, "
+            "Who decided: override (mode_type), rules, examples (the nearest labelled example "
+            "messages, all of one intent), llm, guard (the model's summary, "
             "review or critique overruled: the message names no such task) or fallback.")]
     strategy: Annotated[Strategy | None, _doc("How the documents were read; null for chat.")]
     sources: Annotated[list[Source], _doc("Recalled chunks the answer cites as [n].")]

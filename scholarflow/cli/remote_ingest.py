@@ -1,7 +1,7 @@
 """`scholarflow ingest PATH... --server URL`: files uploaded into a knowledge base of a server.
 
 The paths are walked as `ingest` walks them on this machine
-(`ingest.pipeline.collect_files`: a folder's PDF, Markdown and text files,
+(`ingest.files.collect_files`: a folder's PDF, Markdown and text files,
 hidden ones left out; a FIFO, a device or a name that is not UTF-8 skipped with
 a warning), and each file is checked as it would be before reading it. The
 files then go up as multipart uploads (`POST /kbs/{kb}/documents`) of at most

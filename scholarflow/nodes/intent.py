@@ -21,8 +21,14 @@ from scholarflow.intents import Intent
 from scholarflow.llm import calls as llm
 from scholarflow.llm.budget import cap_tokens, prompt_budget
 from scholarflow.nodes.common import history_text
+from scholarflow.nodes.intent_examples import ExampleVote, nearest_examples
 from scholarflow.nodes.intent_parse import parse_intent_reply
-from scholarflow.nodes.intent_rules import RuleVerdict, asks_for_no_task, classify_by_rules
+from scholarflow.nodes.intent_rules import (
+    RuleVerdict,
+    asks_for_no_task,
+    classify_by_rules,
+    has_subject,
+)
 from scholarflow.nodes.options import split_options
 from scholarflow.prompts import INTENT_RECOGNITION_PROMPT
 from scholarflow.state import DecidedBy, DocumentInfo, LLMUsage, State, Strategy
@@ -35,6 +41,8 @@ SUMMARY_INTENTS = frozenset({Intent.LITERATURE_SUMMARY, Intent.REVIEW_GENERATION
 TASK_INTENTS = SUMMARY_INTENTS | {Intent.PAPER_REVIEW}
 # The guard's verdict is the rules' reading against the model's: neither sure nor a guess.
 GUARD_CONFIDENCE = 0.6
+# The nearest examples agreeing: likely, not certain (a split vote decides nothing).
+EXAMPLES_CONFIDENCE = 0.8
 # However many retries the context asks for: each is a paid call that failed the same way.
 MAX_INTENT_ATTEMPTS = 10
 TITLE_TOKENS = 100
@@ -57,8 +65,9 @@ async def recognise_intent(
     documents: list[DocumentInfo] | None = None,
     history: str = "(none)",
 ) -> IntentDecision:
-    """mode_type wins; else unambiguous rules; else the LLM, overruled to LITERATURE_QA when
-    it calls for a task the message does not ask for; else the rules' best guess."""
+    """mode_type wins; else unambiguous rules; else the nearest example messages when they
+    agree; else the LLM, overruled to LITERATURE_QA when it calls for a task the message
+    does not ask for; else the rules' best guess."""
     if mode_type:
         return IntentDecision(Intent.parse(mode_type), 1.0, "override", "mode_type given")
     if documents and split_options(query).options:
@@ -68,6 +77,10 @@ async def recognise_intent(
     verdict = classify_by_rules(query, has_documents=bool(documents), min_terms=min_terms)
     if verdict.unambiguous:
         return IntentDecision(verdict.intent, verdict.confidence, "rules", verdict.reason)
+    if (vote := await _unanimous_examples(ctx, query)) is not None:
+        return IntentDecision(vote.intent, EXAMPLES_CONFIDENCE, "examples",
+                              f"its {len(vote.nearest)} nearest example messages are all "
+                              f"{vote.intent.value} ({vote.nearest[0]!r}, ...)")
     if not ctx.llm_configured:
         return IntentDecision(
             verdict.intent, verdict.confidence, "fallback", f"no LLM; {verdict.reason}"
@@ -104,6 +117,16 @@ async def recognise_intent(
         verdict.intent, verdict.confidence, "fallback",
         f"LLM gave no valid intent; {verdict.reason}", tuple(usage),
     )
+
+
+async def _unanimous_examples(ctx: Context, query: str) -> ExampleVote | None:
+    """The nearest examples' intent when they agree on one and the message has words of
+    its own; a message without ("Thoughts?", "And the second one?") is read with the
+    conversation, by the model."""
+    if ctx.intent_example_neighbours < 1 or not has_subject(query):
+        return None
+    vote = await nearest_examples(query, ctx.intent_example_neighbours)
+    return vote if vote is not None and vote.unanimous else None
 
 
 def _overruled(ctx: Context, query: str, verdict: RuleVerdict, intent: Intent) -> bool:

@@ -26,7 +26,8 @@ from scholarflow.nodes.intent_form import (
     names_a_task,
 )
 
-__all__ = ["AMBIGUITY_MARGIN", "REAL_CUE", "RuleVerdict", "asks_for_no_task", "classify_by_rules"]
+__all__ = ["AMBIGUITY_MARGIN", "REAL_CUE", "RuleVerdict", "asks_for_no_task", "classify_by_rules",
+           "has_subject"]
 
 # The margin rule: the rules are sure when the winner has a real cue (weight >=
 # REAL_CUE, not a pile of weak ones) and leads every other intent that has a real
@@ -212,6 +213,11 @@ def _fallback(text: str, original: str, has_documents: bool, *, question: bool) 
     return RuleVerdict(S, 0.45, False, "no task keyword, no documents")
 
 
+def has_subject(query: str) -> bool:
+    """Whether `query` names something of its own, beyond grammar, documents and tasks."""
+    return bool(content_terms(_prepare(query)[1]))
+
+
 def asks_for_no_task(query: str, verdict: RuleVerdict) -> bool:
     """Whether `query`, which the rules read as `verdict`, asks about something of its own
     and names no summary, review or critique, not even misspelt.
@@ -221,5 +227,5 @@ def asks_for_no_task(query: str, verdict: RuleVerdict) -> bool:
     reads it with the conversation.
     """
     _, text = _prepare(query)
-    return not verdict.tasks and not misspelt_task(text) and bool(content_terms(text))
+    return not verdict.tasks and not misspelt_task(text) and has_subject(query)
 

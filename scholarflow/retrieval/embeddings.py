@@ -87,6 +87,15 @@ class Embedder(Protocol):
         ...
 
 
+async def embed_queries(embedder: Embedder, texts: Sequence[str]) -> Vectors:
+    """Many texts as queries: in batches where the embedder can, else one at a time."""
+    batched = getattr(embedder, "embed_queries", None)
+    if batched is not None:
+        out: Vectors = await batched(texts)
+        return out
+    return np.stack([await embedder.embed_query(text) for text in texts])
+
+
 def normalise(vectors: npt.ArrayLike) -> Vectors:
     """Rows scaled to unit length (a zero row stays zero)."""
     array = np.asarray(vectors, dtype=np.float32)
@@ -132,6 +141,11 @@ class LocalE5Embedder:
         rows = await asyncio.to_thread(self._encode, [text], True)
         first: Vectors = rows[0]
         return first
+
+    async def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        """Many texts as queries (the "query: " prefix, question means), in batches."""
+        return await in_batches(texts, self.batch_size, self.dim,
+                                lambda batch: asyncio.to_thread(self._encode, batch, True))
 
     @classmethod
     def _encode(cls, texts: list[str], is_query: bool) -> Vectors:
@@ -273,6 +287,9 @@ class OpenAIEmbedder:
         rows = await self._embed([text])
         first: Vectors = rows[0]
         return first
+
+    async def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        return await self.embed_passages(texts)  # the endpoint embeds both alike
 
     async def _embed(self, texts: list[str]) -> Vectors:
         import openai

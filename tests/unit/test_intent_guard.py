@@ -36,7 +36,9 @@ def _intent_calls(fake_llm: FakeOpenAIServer) -> int:
 
 
 async def _route(query: str) -> tuple[Intent, str, str, str]:
-    decision = await recognise_intent(Context(), query, documents=LIBRARY)
+    # The examples off: these cases are about the model's verdict and the guard after it.
+    decision = await recognise_intent(Context(intent_example_neighbours=0), query,
+                                      documents=LIBRARY)
     strategy = select_strategy(decision.intent, use_direct_content=False,
                                document_count=len(LIBRARY))
     return decision.intent, decision.decided_by, strategy, decision.reason
