@@ -95,20 +95,20 @@ def make_engine(name: str, threads: int) -> object:
 
 def measure(engine: object, set_name: str, pages: list[Page],
             show: bool) -> Iterator[list[str]]:
-    from scholarflow.ingest.ocr import _cpu
+    from scholarflow.ingest.ocr import cpu_seconds
     from scholarflow.ingest.readers.quality import word_share
 
     texts: list[tuple[str, str]] = []
-    cpu, wall = _cpu(), time.monotonic()
+    cpu, wall = cpu_seconds(), time.monotonic()
     for name, pixels, width, height, truth in pages:
-        page_cpu = _cpu()
+        page_cpu = cpu_seconds()
         page = engine.read(pixels, width, height, 1, 600)  # type: ignore[attr-defined]
         text = "\n".join(line.text for line in page.lines)
         texts.append((text, truth))
         if show:
-            print(f"--- {name}: {len(page.lines)} lines, {_cpu() - page_cpu:.1f} CPU-s\n"
+            print(f"--- {name}: {len(page.lines)} lines, {cpu_seconds() - page_cpu:.1f} CPU-s\n"
                   f"{text[:400]}\n", file=sys.stderr)
-    cpu, wall = (_cpu() - cpu) / len(pages), (time.monotonic() - wall) / len(pages)
+    cpu, wall = (cpu_seconds() - cpu) / len(pages), (time.monotonic() - wall) / len(pages)
     head = [engine.name, set_name, str(len(pages)), f"{cpu:.2f}", f"{wall:.2f}"]  # type: ignore[attr-defined]
     if set_name == "pwl":
         shares = [word_share(text)[0] for text, _ in texts]
@@ -147,7 +147,7 @@ def overlap(texts: list[tuple[str, str]],
 def english_pages(folder: Path, count: int) -> Iterator[Page]:
     import pypdfium2
 
-    from scholarflow.ingest.ocr import _render
+    from scholarflow.ingest.ocr import render_page
 
     taken = 0
     for path in sorted((folder / "pdfs").glob("*.pdf")):
@@ -165,7 +165,7 @@ def english_pages(folder: Path, count: int) -> Iterator[Page]:
             document.close()
         if len(words(truth)) < 300:
             continue
-        pixels, width, height = _render(raw, 1)
+        pixels, width, height = render_page(raw, 1)
         taken += 1
         yield f"{path.name} p2", pixels, width, height, truth
 
@@ -228,13 +228,13 @@ def _prose(markdown: str) -> Iterator[str]:
 
 
 def pwl_pages(folder: Path, per_file: int) -> Iterator[Page]:
-    from scholarflow.ingest.ocr import _render
+    from scholarflow.ingest.ocr import render_page
 
     for key in PWL_FILES:
         for path in sorted((folder / "pdfs").glob(f"*{key}*.pdf")):
             raw = path.read_bytes()
             for index in range(per_file):
-                pixels, width, height = _render(raw, index)
+                pixels, width, height = render_page(raw, index)
                 yield f"{path.name} p{index + 1}", pixels, width, height, ""
 
 

@@ -49,7 +49,8 @@ from scholarflow.ingest.readers import Line, PageText
 from scholarflow.language import CJK, HAN_CHAR
 
 __all__ = ["DPI", "ChineseToRapidOcr", "OcrEngine", "OcrResult", "RapidOcr", "Tesseract",
-           "install_hint", "ocr_engine", "ocr_pages", "ocr_progress", "progress_printer"]
+           "cpu_seconds", "install_hint", "ocr_engine", "ocr_pages", "ocr_progress",
+           "progress_printer", "render_page"]
 
 DPI = 200  # enough for 9-point type; 300 costs twice the time for the same words
 _SCALE = DPI / 72
@@ -308,14 +309,14 @@ def ocr_pages(raw: bytes, indices: Sequence[int], shown: str, engine: OcrEngine)
     read: dict[int, PageText] = {}
     failed: list[int] = []
     slow: list[int] = []
-    started, cpu_start = time.monotonic(), _cpu()
+    started, cpu_start = time.monotonic(), cpu_seconds()
     name = os.path.basename(shown)
     for done, index in enumerate(indices):
         elapsed = time.monotonic() - started
         if elapsed >= document_limit:
             failed.extend(indices[done:])
             break
-        image, width, height = _render(raw, index)
+        image, width, height = render_page(raw, index)
         try:
             read[index] = engine.read(image, width, height, index + 1,
                                       min(page_limit, document_limit - elapsed))
@@ -323,11 +324,11 @@ def ocr_pages(raw: bytes, indices: Sequence[int], shown: str, engine: OcrEngine)
             failed.append(index)
             slow.append(index)
         if progress is not None:
-            cpu = (_cpu() - cpu_start) / (done + 1)
+            cpu = (cpu_seconds() - cpu_start) / (done + 1)
             progress(f"ocr: {name}: page {done + 1} of {len(indices)} read "
                      f"({cpu:.1f} CPU-s a page)")
     return OcrResult(read, tuple(failed), _note(failed, slow, page_limit, document_limit),
-                     _cpu() - cpu_start)
+                     cpu_seconds() - cpu_start)
 
 
 def _note(failed: list[int], slow: list[int], page_limit: float, document_limit: float) -> str:
@@ -344,7 +345,7 @@ def _note(failed: list[int], slow: list[int], page_limit: float, document_limit:
     return "; ".join(parts)
 
 
-def _render(raw: bytes, index: int) -> tuple[bytes, int, int]:
+def render_page(raw: bytes, index: int) -> tuple[bytes, int, int]:
     """Page `index` in grey at `DPI`: its pixels, width and height."""
     import pypdfium2
 
@@ -365,7 +366,7 @@ def _render(raw: bytes, index: int) -> tuple[bytes, int, int]:
     return pixels.tobytes(), width, height
 
 
-def _cpu() -> float:
+def cpu_seconds() -> float:
     """CPU seconds of this process and the programs it ran."""
     import resource
 
