@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from bench.litqa.env import DEFAULT_HOME
 
@@ -66,7 +67,7 @@ def main(argv: list[str] | None = None) -> None:
     asyncio.run(part(args.part)(args))
 
 
-def part(name: str) -> Callable[[argparse.Namespace], Awaitable[None]]:
+def part(name: str) -> Callable[[argparse.Namespace], Coroutine[Any, Any, None]]:
     if name == "ingest":
         from bench.litqa.ingest import ingest
 

@@ -45,6 +45,7 @@ async def support_floor(args: argparse.Namespace) -> None:
     from scholarflow.nodes.evidence import SUPPORT_FLOOR, support
     from scholarflow.retrieval.kb import RecallParams
     from scholarflow.retrieval.kb_registry import close_all, open_knowledge_base
+    from scholarflow.state import RecalledChunkState
 
     questions = select(load_questions(), args.half, args.questions, args.limit)
     lib = await library(args.kb)
@@ -57,7 +58,10 @@ async def support_floor(args: argparse.Namespace) -> None:
         scores = []
         for doc_ids in (None, [d for d in every if d not in sources]):
             hits = await kb.search(q.question, doc_ids=doc_ids, params=params)
-            scores.append(support(q.question, [{"text": h.text} for h in hits]))  # type: ignore[misc]
+            passages = [RecalledChunkState(step=1, doc_id=h.doc_id, chunk_id=h.chunk_id,
+                                           score=h.score, text=h.text, title=h.title,
+                                           location=h.location) for h in hits]
+            scores.append(support(q.question, passages))
         records.append(Supported(q, *scores))
         if args.verbose:
             progress(q, f"support {scores[0]:.2f}, without its papers {scores[1]:.2f}")
