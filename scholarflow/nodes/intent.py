@@ -28,6 +28,7 @@ from scholarflow.nodes.intent_rules import (
     asks_for_no_task,
     classify_by_rules,
     has_subject,
+    message_ends,
 )
 from scholarflow.nodes.options import split_options
 from scholarflow.prompts import INTENT_RECOGNITION_PROMPT
@@ -125,7 +126,8 @@ async def _unanimous_examples(ctx: Context, query: str) -> ExampleVote | None:
     conversation, by the model."""
     if ctx.intent_example_neighbours < 1 or not has_subject(query):
         return None
-    vote = await nearest_examples(query, ctx.intent_example_neighbours)
+    # A pasted text is embedded by its ends, as the rules read it: the request is there.
+    vote = await nearest_examples(message_ends(query), ctx.intent_example_neighbours)
     return vote if vote is not None and vote.unanimous else None
 
 

@@ -27,7 +27,7 @@ from scholarflow.nodes.intent_form import (
 )
 
 __all__ = ["AMBIGUITY_MARGIN", "REAL_CUE", "RuleVerdict", "asks_for_no_task", "classify_by_rules",
-           "has_subject"]
+           "has_subject", "message_ends"]
 
 # The margin rule: the rules are sure when the winner has a real cue (weight >=
 # REAL_CUE, not a pile of weak ones) and leads every other intent that has a real
@@ -211,6 +211,11 @@ def _fallback(text: str, original: str, has_documents: bool, *, question: bool) 
     if _DOC_REFERENCE.search(text):
         return RuleVerdict(Q, 0.35, False, "mentions a paper, none attached")
     return RuleVerdict(S, 0.45, False, "no task keyword, no documents")
+
+
+def message_ends(query: str) -> str:
+    """`query` as the rules read it: a long one's head and tail, where its request is."""
+    return _prepare(query)[0]
 
 
 def has_subject(query: str) -> bool:
