@@ -159,9 +159,9 @@ class Context:
     )
     intent_task_guard: bool = field(
         default=True,
-        metadata=_doc("Overrule the intent model's LITERATURE_SUMMARY, REVIEW_GENERATION or "
-                      "PAPER_REVIEW to LITERATURE_QA when the message has a subject of its "
-                      "own and names no such task (decided_by 'guard')."),
+        metadata=_doc("Overrule the intent model's (or the examples') LITERATURE_SUMMARY, "
+                      "REVIEW_GENERATION or PAPER_REVIEW to LITERATURE_QA when the message "
+                      "has a subject of its own and names no such task (decided_by 'guard')."),
     )
     precise_passages: int = field(
         default=8,

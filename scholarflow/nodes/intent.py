@@ -67,8 +67,8 @@ async def recognise_intent(
     history: str = "(none)",
 ) -> IntentDecision:
     """mode_type wins; else unambiguous rules; else the nearest example messages when they
-    agree; else the LLM, overruled to LITERATURE_QA when it calls for a task the message
-    does not ask for; else the rules' best guess."""
+    agree, else the LLM, either overruled to LITERATURE_QA when it calls for a task the
+    message does not ask for; else the rules' best guess."""
     if mode_type:
         return IntentDecision(Intent.parse(mode_type), 1.0, "override", "mode_type given")
     if documents and split_options(query).options:
@@ -79,9 +79,13 @@ async def recognise_intent(
     if verdict.unambiguous:
         return IntentDecision(verdict.intent, verdict.confidence, "rules", verdict.reason)
     if (vote := await _unanimous_examples(ctx, query)) is not None:
-        return IntentDecision(vote.intent, EXAMPLES_CONFIDENCE, "examples",
-                              f"its {len(vote.nearest)} nearest example messages are all "
-                              f"{vote.intent.value} ({vote.nearest[0]!r}, ...)")
+        said = (f"its {len(vote.nearest)} nearest example messages are all "
+                f"{vote.intent.value} ({vote.nearest[0]!r}, ...)")
+        if _overruled(ctx, query, verdict, vote.intent):
+            return IntentDecision(Intent.LITERATURE_QA, GUARD_CONFIDENCE, "guard",
+                                  f"{said}, but the message names no summary, review or "
+                                  "critique: a question for recall")
+        return IntentDecision(vote.intent, EXAMPLES_CONFIDENCE, "examples", said)
     if not ctx.llm_configured:
         return IntentDecision(
             verdict.intent, verdict.confidence, "fallback", f"no LLM; {verdict.reason}"
@@ -132,9 +136,9 @@ async def _unanimous_examples(ctx: Context, query: str) -> ExampleVote | None:
 
 
 def _overruled(ctx: Context, query: str, verdict: RuleVerdict, intent: Intent) -> bool:
-    """A model's summary, review or critique of a message that asks for none is not taken:
-    it would send every document through the model (or write a referee report) for a
-    question that recall answers, whatever the model's bias."""
+    """A summary, review or critique (the model's or the examples') of a message that asks
+    for none is not taken: it would send every document through the model (or write a
+    referee report) for a question that recall answers, whatever the reader's bias."""
     return (intent in TASK_INTENTS and ctx.intent_task_guard
             and asks_for_no_task(query, verdict))
 

@@ -16,8 +16,9 @@ from scholarflow import Context
 from scholarflow.errors import ConfigurationError
 from scholarflow.intents import Intent
 from scholarflow.language import is_chinese
+from scholarflow.nodes import intent as intent_module
 from scholarflow.nodes.intent import recognise_intent
-from scholarflow.nodes.intent_examples import examples, nearest_examples
+from scholarflow.nodes.intent_examples import ExampleVote, examples, nearest_examples
 from scholarflow.retrieval.embeddings import LocalE5Embedder, Vectors, default_embedder
 from scholarflow.state import DocumentInfo
 from tests.support.embeddings import HashingEmbedder
@@ -107,3 +108,21 @@ async def test_routes_with_the_examples_are_at_least_95_percent_right(path: Path
             misses.append((row["query"], row["intent"], decision.intent.value))
     accuracy = 1 - len(misses) / len(rows)
     assert accuracy >= 0.95, (f"{accuracy:.3f}", misses)
+
+
+async def test_a_task_the_examples_read_into_a_message_naming_none_goes_to_recall(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Whatever the examples' vote, a message with a subject and no task named must not
+    # send the library through the model: the guard after the model's call applies.
+    async def review_vote(query: str, k: int) -> ExampleVote:
+        return ExampleVote(Intent.REVIEW_GENERATION, True, ("a review example",) * k, 0.9)
+
+    monkeypatch.setattr(intent_module, "nearest_examples", review_vote)
+    query = "anchor tokens and memory savings across the attention variants"
+    decision = await recognise_intent(_rules_only(), query, documents=LIBRARY)
+    assert (decision.intent, decision.decided_by) == (Intent.LITERATURE_QA, "guard")
+    assert "REVIEW_GENERATION" in decision.reason
+    guard_off = Context(openai_api_base="", openai_api_key="", intent_task_guard=False)
+    kept = await recognise_intent(guard_off, query, documents=LIBRARY)
+    assert (kept.intent, kept.decided_by) == (Intent.REVIEW_GENERATION, "examples")
