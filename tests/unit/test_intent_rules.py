@@ -96,6 +96,9 @@ def test_accuracy_and_recall_on_route_set() -> None:
         ("帮我summarize一下这个pdf", Intent.LITERATURE_SUMMARY),  # mixed scripts
         ("帮我review一下这篇paper", Intent.PAPER_REVIEW),
         ("ＨＥＬＬＯ！", Intent.SIMPLE_INTERACTION),  # full-width
+        # "earlier" is chat as an adverb ending its clause, not before a noun
+        ("what did you say earlier?", Intent.SIMPLE_INTERACTION),
+        ("which earlier studies does the introduction go over", Intent.LITERATURE_QA),
     ],
 )
 def test_specific_cases(query: str, expected: Intent) -> None:
