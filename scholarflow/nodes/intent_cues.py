@@ -81,7 +81,8 @@ RULE_TABLE: tuple[Row, ...] = (
     _rule(S, 3, "m", r"""介绍一下你自己 上一个问题 再说一遍 重复一遍 你自己
         (?:你|您)?(?:刚才|刚刚|之前|上次|前面)(?:说|讲|回答|问|聊)(?:了|的|过)?(?:什么|啥|些什么)?
         previous\s+(?:answer|question|message|reply) (?:you|i)\s+(?:just\s+)?(?:said|asked|told)
-        repeat\s+(?:that|it|yourself) introduce\s+you yourself remember earlier(?=\s*(?:[?.!,;:]|$))"""),
+        repeat\s+(?:that|it|yourself) introduce\s+you yourself remember
+        earlier(?=\s*(?:[?.!,;:]|$))"""),
     # --- REVIEW_GENERATION
     _rule(R, 3, "n", r"""(?:这个|该|整个|这一)(?:领域|方向) 发展(?:脉络|历程|趋势|方向) 按.{0,6}分类
         未来(?:的)?(?:研究)?方向 写.{0,6}(?:研究)?背景 背景(?:部分|章节) 文献综述 文献回顾 综合分析
