@@ -81,13 +81,13 @@ def make_engine(name: str, threads: int) -> object:
         return ocr.ChineseToRapidOcr(make_engine("tesseract", threads),  # type: ignore[arg-type]
                                      make_engine("rapidocr", threads))  # type: ignore[arg-type]
     if name == "tesseract":
-        program = ocr._tesseract_program()
+        program = ocr.tesseract_program()
         if program is None:
             sys.exit("Tesseract is not installed (apt install tesseract-ocr tesseract-ocr-chi-sim)")
-        ocr._languages(program)  # its language list, once, off the clock
+        ocr.tesseract_languages(program)  # its language list, once, off the clock
         return ocr.Tesseract(program)
     started = time.process_time()
-    ocr._rapidocr(threads)  # cached: loaded once
+    ocr.rapidocr_model(threads)  # cached: loaded once
     print(f"RapidOCR models ready in {time.process_time() - started:.1f} CPU-s "
           f"({threads} thread(s))", file=sys.stderr)
     return ocr.RapidOcr(threads)

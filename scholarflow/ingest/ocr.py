@@ -50,7 +50,8 @@ from scholarflow.language import CJK, HAN_CHAR
 
 __all__ = ["DPI", "ChineseToRapidOcr", "OcrEngine", "OcrResult", "RapidOcr", "Tesseract",
            "cpu_seconds", "install_hint", "ocr_engine", "ocr_pages", "ocr_progress",
-           "progress_printer", "render_page"]
+           "progress_printer", "rapidocr_model", "render_page", "tesseract_languages",
+           "tesseract_program"]
 
 DPI = 200  # enough for 9-point type; 300 costs twice the time for the same words
 _SCALE = DPI / 72
@@ -112,8 +113,9 @@ class Tesseract:
         env = {**os.environ, "OMP_THREAD_LIMIT": "1"}  # its own environment, one thread
         try:
             done = subprocess.run(
-                [self.program, "stdin", "stdout", "-l", _languages(self.program), "--psm", "3",
-                 "tsv"], input=pgm, capture_output=True, timeout=timeout, env=env, check=False)
+                [self.program, "stdin", "stdout", "-l", tesseract_languages(self.program),
+                 "--psm", "3", "tsv"],
+                input=pgm, capture_output=True, timeout=timeout, env=env, check=False)
         except subprocess.TimeoutExpired:  # run() has killed it
             raise PageTimeout from None
         if done.returncode != 0:
@@ -137,7 +139,7 @@ class RapidOcr:
         from scholarflow.ingest.joined_words import space_joined
 
         deadline = time.monotonic() + timeout
-        engine = _rapidocr(self.threads)
+        engine = rapidocr_model(self.threads)
         grey = numpy.frombuffer(image, numpy.uint8).reshape(height, width)
         colour = numpy.repeat(grey[:, :, None], 3, axis=2)  # its models take three channels
         # The lines' boxes first (in pixels), then their text, a batch at a time: a page
@@ -200,7 +202,7 @@ _MIN_SCORE = 0.5  # of RapidOCR's 0-1 line scores: below it a "line" is a rule o
 
 
 @lru_cache(maxsize=2)
-def _rapidocr(threads: int) -> Any:
+def rapidocr_model(threads: int) -> Any:
     """One RapidOCR a thread count, its models loaded once (a second or so)."""
     from rapidocr_onnxruntime import RapidOCR
 
@@ -216,7 +218,7 @@ def ocr_engine() -> OcrEngine | None:
     choice = get_settings().ocr
     if choice == "off":
         return None
-    program = _tesseract_program() if choice in ("auto", "tesseract") else None
+    program = tesseract_program() if choice in ("auto", "tesseract") else None
     rapidocr = RapidOcr() if choice in ("auto", "rapidocr") and _rapidocr_problem() is None \
         else None
     if program and rapidocr:
@@ -240,7 +242,8 @@ def install_hint() -> str:
     return f"install OCR to read such pages: {_EXTRA}{why}, or {_TESSERACT}"
 
 
-def _tesseract_program() -> str | None:
+def tesseract_program() -> str | None:
+    """The Tesseract program to run (the setting, else the PATH's), None when there is none."""
     from scholarflow.settings import get_settings
 
     program = str(get_settings().tesseract or "") or shutil.which("tesseract")
@@ -260,7 +263,7 @@ def _rapidocr_problem() -> str | None:
 
 
 @lru_cache(maxsize=4)
-def _languages(program: str) -> str:
+def tesseract_languages(program: str) -> str:
     """English, and Simplified Chinese when its data is installed."""
     try:
         listed = subprocess.run([program, "--list-langs"], capture_output=True, timeout=30,

@@ -139,7 +139,7 @@ def test_the_setting_picks_the_engine_among_those_installed(
         monkeypatch: pytest.MonkeyPatch, choice: str, tesseract: bool, rapidocr: bool,
         chosen: str | None) -> None:
     monkeypatch.setenv("SCHOLARFLOW_OCR", choice)
-    monkeypatch.setattr(ocr, "_tesseract_program", lambda: "/bin/tesseract" if tesseract else None)
+    monkeypatch.setattr(ocr, "tesseract_program", lambda: "/bin/tesseract" if tesseract else None)
     monkeypatch.setattr(ocr, "_rapidocr_problem", lambda: None if rapidocr else "")
     picked = ocr_engine()
     assert (picked.name if picked else None) == chosen
