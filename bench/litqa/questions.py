@@ -189,9 +189,10 @@ _NOT_WORD = re.compile(r"[\W_]+")
 
 def normalised(text: str) -> str:
     """Lowercased words separated by one space: dashes, punctuation and citation
-    markers ([3], [1, 2]) ignored, so "344–360" and "344-360" read alike."""
-    return " ".join(_NOT_WORD.sub(" ", _DASHES.sub("-", _CITATION.sub(" ", text.lower())))
-                    .split())
+    markers ([3], [1, 2]) ignored, so "344–360" and "344-360" read alike, and the
+    multiplication sign read as "x" ("5.91 × 10−12" as "5.91 x 10-12")."""
+    text = _CITATION.sub(" ", text.lower()).replace("\u00d7", " x ")
+    return " ".join(_NOT_WORD.sub(" ", _DASHES.sub("-", text)).split())
 
 
 def contains_ideal(answer: str, ideal: str) -> bool:
