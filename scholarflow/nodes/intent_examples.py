@@ -9,11 +9,11 @@ configured embedder, and finds the k nearest to a message by cosine similarity.
 
 Only a unanimous vote counts: when the k nearest examples share one intent, the
 message is that intent; when they disagree, the examples abstain and the message
-goes where it went without them (the intent model, else the rules' guess). A
-split vote is a weak reader, a unanimous one a strong reader, on any set of
-messages, because a message that sits among examples of one intent rarely
-belongs to another. The examples are messages a user of a paper assistant sends,
-not any evaluation set's; a test keeps them apart from tests/data/route_*.
+goes where it went without them (the intent model, else the rules' guess): a
+message that sits among examples of one intent rarely belongs to another, while
+one between intents is as hard for its neighbours as for the rules (bench/README.md
+measures both). The examples are messages a user of a paper assistant sends, not
+any evaluation set's; a test keeps them apart from tests/data/route_*.
 """
 
 from __future__ import annotations
