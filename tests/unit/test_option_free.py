@@ -59,6 +59,19 @@ def test_the_share_of_an_options_words_is_the_callers() -> None:
     assert free_option("low dose oral vitamin given", opts, covered=0.6) == "A"  # four of five
 
 
+def test_of_two_options_it_holds_the_longer_match_is_the_one_named() -> None:
+    asked = split_options("Which pathway is required?\nA) IL-6\nB) IL-6/STAT3 signalling\n"
+                          "C) TNF\nD) Insufficient information to answer this question")
+    assert free_option("the IL-6/STAT3 axis", asked) == "B"  # il, 6 and stat3: B holds A
+    assert free_option("IL-6 alone", asked) == "A"  # B's share too small: no longer match
+    # A longer option that does not hold the shorter one's words is no longer match.
+    other = split_options("Which?\nA) ZEB1\nB) Increased expression in muscle\nC) None")
+    assert free_option("Increased expression of ZEB1 in liver", other) == "A"
+    # Two longer matches: neither is the one meant, and the shorter stands.
+    two = split_options("Which?\nA) Get4\nB) Get4/5 complex\nC) Get4/5 dimer")
+    assert free_option("Get4/5 bound", two) == "A"
+
+
 def test_a_word_with_a_short_ending_is_the_same_word_and_a_number_is_not() -> None:
     assert same_word("receptors", "receptor") and same_word("bound", "bounded")
     assert not same_word("1000", "100") and not same_word("asymmetric", "symmetric")
