@@ -232,5 +232,5 @@ def asks_for_no_task(query: str, verdict: RuleVerdict) -> bool:
     reads it with the conversation.
     """
     _, text = _prepare(query)
-    return not verdict.tasks and not misspelt_task(text) and has_subject(query)
+    return not verdict.tasks and not misspelt_task(text) and bool(content_terms(text))
 

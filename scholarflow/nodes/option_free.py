@@ -11,10 +11,10 @@ option's words, or when, of the options whose words it holds at least
 most that option's ("5-fold more sensitive" names "5-fold"), unless one other option
 it holds that share of has all that option's words and more: the longer match is the
 one meant ("the IL-6/STAT3 axis" names "IL-6/STAT3 signalling", not "IL-6"). Failing
-that, an answer of two words or more names the one option that has all of them. A word with a short
-ending is the same word ("multipliers", "multiplier"); numbers must be equal. "Yes",
-"No" and the like must be the whole answer, or its first word before a comma ("Yes,
-it does"). "Not stated" and "insufficient information" name none.
+that, an answer of two words or more names the one option that has all of them. A
+word with a short ending is the same word ("multipliers", "multiplier"); numbers must
+be equal. "Yes", "No" and the like must be the whole answer, or its first word before
+a comma ("Yes, it does"). "Not stated" and "insufficient information" name none.
 """
 
 from __future__ import annotations
@@ -69,7 +69,8 @@ def free_option(answer: str, asked: Options, *, covered: float = 0.6) -> str | N
     if not said or is_refusal(line) or says_insufficient(line):
         return None
     scored: list[tuple[tuple[float, float], str]] = []
-    for letter, option in option_words(asked):
+    listed = dict(option_words(asked))
+    for letter, option in listed.items():
         if option == said:
             return letter
         if not option or option in UNNAMEABLE:
@@ -81,27 +82,23 @@ def free_option(answer: str, asked: Options, *, covered: float = 0.6) -> str | N
     scored.sort(reverse=True)
     if scored and scored[0][0][0] >= covered and (
             len(scored) == 1 or scored[0][0] != scored[1][0]):
-        return _longer_match(scored[0][1], said, asked, covered) or scored[0][1]
+        covering = {letter: listed[letter] for (share, _), letter in scored if share >= covered}
+        return _longer_match(scored[0][1], said, covering) or scored[0][1]
     # An answer of two words or more that one option alone holds whole names it; one
     # word is too little to go on ("symmetrical" is in many an option).
     whole = [letter for (_, own), letter in scored if own == 1.0]
     return whole[0] if len(said) >= 2 and len(whole) == 1 else None
 
 
-def _longer_match(letter: str, said: list[str], asked: Options, covered: float) -> str | None:
-    """The one other option whose words the answer holds (at least `covered` of them)
-    and whose words the answer holds include every word of option `letter` and more;
-    None when there is no such option, or several."""
-    options = dict(option_words(asked))
-    short = options[letter]
-
-    def held(option: list[str]) -> list[str]:
-        return [w for w in option if any(same_word(w, x) for x in said)]
-
-    longer = [other for other, option in options.items()
-              if other != letter and option and option not in UNNAMEABLE
-              and _share(option, said) >= covered and len(held(option)) > len(short)
-              and all(any(same_word(w, x) for x in held(option)) for w in short)]
+def _longer_match(letter: str, said: list[str], covering: dict[str, list[str]]) -> str | None:
+    """Of the options `covering` (letter: words) whose words the answer holds enough of, the
+    one other than `letter` whose held words include all of `letter`'s and more; None when
+    there is no such option, or several."""
+    short = covering[letter]
+    held = {other: [w for w in option if any(same_word(w, x) for x in said)]
+            for other, option in covering.items() if other != letter}
+    longer = [other for other, words_held in held.items() if len(words_held) > len(short)
+              and all(any(same_word(w, x) for x in words_held) for w in short)]
     return longer[0] if len(longer) == 1 else None
 
 
