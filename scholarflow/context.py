@@ -201,9 +201,10 @@ class Context:
     )
     option_excerpt_sentences: int = field(
         default=3,
-        metadata=_doc("Multiple choice: the passages' sentences nearest the question (each "
-                      "with one either side) that the first, short reading shows; 0 reads "
-                      "the whole passages only."),
+        metadata=_doc("Multiple choice: the passages' sentences nearest the question that "
+                      "the first, short reading shows, with each option's best sentence "
+                      "naming it (each with one either side); 0 reads the whole passages "
+                      "only."),
     )
     option_answer_tokens: int = field(
         default=32,

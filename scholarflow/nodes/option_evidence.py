@@ -32,7 +32,8 @@ from scholarflow.state import RecalledChunkState
 from scholarflow.tokens import count_tokens
 
 __all__ = ["UNNAMEABLE", "OptionEvidence", "contains",
-           "format_option_evidence", "option_evidence", "option_passages", "option_words",
+           "format_option_evidence", "names", "option_evidence", "option_passages",
+           "option_words",
            "question_evidence", "reserve_tokens", "split_sentences", "stem_terms", "words"]
 
 SENTENCE_TOKENS = 70  # a quoted sentence's bound: long captions would crowd the prompt
@@ -72,7 +73,7 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text.translate(_DASHES).lower())
 
 
-def _names(option: list[str], sentence: list[str]) -> bool:
+def names(option: list[str], sentence: list[str]) -> bool:
     """`sentence` names `option`: its words in order; for an option with numbers, its
     numbers in order ("residues 344–360" is named by "amino acids 344-360")."""
     if option in UNNAMEABLE:
@@ -121,7 +122,7 @@ def option_evidence(asked: Options, passages: Sequence[RecalledChunkState]
     found: list[OptionEvidence] = []
     for letter, text, option in _candidates(asked):
         best = _nearest(terms, ((number, sentence) for number, sentences in enumerate(split, 1)
-                                for sentence, said in sentences if _names(option, said)))
+                                for sentence, said in sentences if names(option, said)))
         found.append(OptionEvidence(letter, text, *best) if best
                      else OptionEvidence(letter, text, None, ""))
     return found
@@ -136,7 +137,7 @@ def option_passages(asked: Options, passages: Sequence[RecalledChunkState], best
 
     def names_one(passage: RecalledChunkState) -> bool:
         split = [words(sentence) for sentence in split_sentences(passage["text"])]
-        return any(_names(option, said) for option in options for said in split)
+        return any(names(option, said) for option in options for said in split)
 
     return list(passages[:best]) + [p for p in passages[best:] if names_one(p)]
 

@@ -5,6 +5,13 @@ passage that answers is among them; shown only the few sentences that share most
 the stem's rarer words, each with its neighbours, it finds the answer in a prompt a
 fraction as long, which it also reads in a fraction of the time. The whole passages
 are read next when this answer names no option (nodes/option_reading.py).
+
+The sentence that answers often shares few of the stem's words ("Zfx9 fell fourfold"
+for "What happens to Zfx9 after knockout of Rab37?") and would rank below the
+methods sentences that repeat the stem. So each option also brings the best-ranked
+sentence that names it and shares a stem word: the model is still asked the stem
+alone and reads the options' words only where a passage says them, beside the
+sentence that may say what they are to the question.
 """
 
 from __future__ import annotations
@@ -12,7 +19,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from scholarflow.nodes.option_evidence import split_sentences, stem_terms
+from scholarflow.nodes.option_evidence import (
+    names,
+    option_words,
+    split_sentences,
+    stem_terms,
+    words,
+)
 from scholarflow.nodes.options import Options
 from scholarflow.retrieval.index.tokenize import query_terms
 from scholarflow.state import RecalledChunkState
@@ -21,33 +34,54 @@ __all__ = ["excerpt"]
 
 NEIGHBOURS = 1  # sentences kept either side of each: the subject, or the result, may sit there
 
+_Ranked = tuple[int, int, set[str]]  # (passage, sentence, the stem terms it shares)
+
 
 def excerpt(asked: Options, passages: Sequence[RecalledChunkState], sentences: int
             ) -> tuple[list[RecalledChunkState], list[int]]:
-    """(the passages holding the `sentences` sentences nearest `asked`'s stem, each
-    cut to them and NEIGHBOURS either side, their 1-based numbers in `passages`). A stem
-    word weighs more the fewer sentences have it: "Pkdh1" tells more than "expression"."""
+    """(the passages holding the `sentences` sentences nearest `asked`'s stem and each
+    option's best-ranked sentence naming it, each cut to them and NEIGHBOURS either side,
+    their 1-based numbers in `passages`). A stem word weighs more the fewer sentences
+    have it: "Pkdh1" tells more than "expression"."""
+    if sentences <= 0:
+        return [], []
     terms = stem_terms(asked)
     split = [split_sentences(p["text"]) for p in passages]
     shared = [(i, j, terms.intersection(query_terms(s)))
               for i, sentences in enumerate(split) for j, s in enumerate(sentences)]
     having: dict[str, int] = {}
-    for _, _, words in shared:
-        for word in words:
-            having[word] = having.get(word, 0) + 1
+    for _, _, shared_terms in shared:
+        for term in shared_terms:
+            having[term] = having.get(term, 0) + 1
 
-    def weight(words: set[str]) -> float:
-        return sum(math.log(1 + len(shared) / having[w]) for w in words)
+    def weight(shared_terms: set[str]) -> float:
+        return sum(math.log(1 + len(shared) / having[t]) for t in shared_terms)
 
     # Ties keep the passages' order, which puts the best passage last (answer.py).
-    nearest = sorted(shared, key=lambda s: -weight(s[2]))[:sentences]
+    ranked = [s for s in sorted(shared, key=lambda s: -weight(s[2])) if s[2]]
+    nearest = ranked[:sentences] + _anchors(asked, split, ranked[sentences:])
     kept: dict[int, set[int]] = {}
-    for i, j, words in nearest:
-        if words:
-            kept.setdefault(i, set()).update(range(j - NEIGHBOURS, j + NEIGHBOURS + 1))
+    for i, j, _ in nearest:
+        kept.setdefault(i, set()).update(range(j - NEIGHBOURS, j + NEIGHBOURS + 1))
     cut: list[RecalledChunkState] = []
     for i in sorted(kept):
         passage = passages[i].copy()
         passage["text"] = " ".join(split[i][j] for j in sorted(kept[i]) if 0 <= j < len(split[i]))
         cut.append(passage)
     return cut, [i + 1 for i in sorted(kept)]
+
+
+def _anchors(asked: Options, split: list[list[str]], ranked: list[_Ranked]) -> list[_Ranked]:
+    """Each option's best-ranked sentence of `ranked` (all share a stem term) naming it,
+    once each."""
+    said: dict[tuple[int, int], list[str]] = {}  # each sentence's words, read once
+
+    def words_of(i: int, j: int) -> list[str]:
+        return said.setdefault((i, j), words(split[i][j]))
+
+    kept: list[_Ranked] = []
+    for _, option in option_words(asked):
+        best = next((s for s in ranked if names(option, words_of(s[0], s[1]))), None)
+        if best is not None and best not in kept:
+            kept.append(best)
+    return kept

@@ -6,8 +6,9 @@ words, and that answer is matched to the options afterwards (nodes/option_free.p
 Three calls at most, each a node of this subgraph, so Studio shows every call:
 
 1. `read_excerpt`: the stem over the sentences of the answer prompt's passages nearest
-   it (nodes/option_excerpt.py), a prompt a fraction as long as the passages; skipped
-   when no sentence shares a word with the stem or `option_excerpt_sentences` is 0;
+   it and those naming an option (nodes/option_excerpt.py), a prompt a fraction as long
+   as the passages; skipped when no sentence shares a word with the stem or
+   `option_excerpt_sentences` is 0;
 2. `read_passages`, unless the first named an option: the stem over the whole passages;
 3. `name_option`, when a reading said something that names no option by its words:
    the model's own answer beside the options, to say which one it states

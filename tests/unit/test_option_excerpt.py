@@ -73,3 +73,19 @@ def test_the_sentence_quoted_for_a_chinese_stem_shares_its_character_pairs() -> 
     nearest = question_evidence(asked, passages)
     assert nearest is not None and nearest.passage == 2
     assert nearest.sentence == "在AlexNet的第一层，卷积窗口的形状是11乘11。"
+
+
+def test_each_options_best_sentence_sharing_a_stem_word_joins_the_nearest() -> None:
+    asked = split_options("What happens to Zfx9 expression after knockout of Rab37?\n"
+                          "A) It doubles\nB) A fourfold drop\n"
+                          "C) Insufficient information to answer this question")
+    passages = [passage(1, "Zfx9 and Rab37 were studied in knockout lines. Filler one. "
+                           "Filler two. Filler three. Filler four. In these cells Zfx9 showed "
+                           "a fourfold drop. Filler five. Filler six. Filler seven. "
+                           "A fourfold drop in yield was unrelated.")]
+    cut, _ = excerpt(asked, passages, 1)
+    # The nearest sentence names no option; the best one naming "a fourfold drop" and
+    # sharing a stem word ("Zfx9") is kept with its neighbours; the one sharing none is not.
+    assert "In these cells Zfx9 showed a fourfold drop." in cut[0]["text"]
+    assert "unrelated" not in cut[0]["text"]
+    assert "Filler three" not in cut[0]["text"]
