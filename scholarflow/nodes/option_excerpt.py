@@ -48,7 +48,7 @@ def excerpt(asked: Options, passages: Sequence[RecalledChunkState], sentences: i
     terms = stem_terms(asked)
     split = [split_sentences(p["text"]) for p in passages]
     shared = [(i, j, terms.intersection(query_terms(s)))
-              for i, sentences in enumerate(split) for j, s in enumerate(sentences)]
+              for i, said in enumerate(split) for j, s in enumerate(said)]
     having: dict[str, int] = {}
     for _, _, shared_terms in shared:
         for term in shared_terms:
