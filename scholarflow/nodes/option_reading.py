@@ -92,7 +92,8 @@ async def _read(state: OptionState, runtime: Runtime[Context], node: str,
     ctx = get_context(runtime)
     asked = split_options(state["question"])
     letter, said, usage = await read_free(ctx, [("system", system)], asked, node=node)
-    what = "the sentences nearest it" if step == "excerpt" else "the whole passages"
+    what = ("the sentences nearest it and those naming an option" if step == "excerpt"
+            else "the whole passages")
     named = (f"option {letter}) {asked.options[asked.letters.index(letter)]}"
              if letter else "no option")
     Thinking(ctx.show_thinking, node).say(

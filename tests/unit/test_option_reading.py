@@ -94,8 +94,8 @@ async def test_an_answer_named_over_the_nearest_sentences_takes_one_call(
     assert {s["doc_id"] for s in out["sources"]} == {"zophobas"}
     said = [e["content"] for e in events
             if e["type"] == "thought_chunk" and e.get("node") == "read_excerpt"]
-    assert said == ['Asked without its options, over the sentences nearest it, the model '
-                    'answered "6 hours": option D) 6 hours.']
+    assert said == ['Asked without its options, over the sentences nearest it and those '
+                    'naming an option, the model answered "6 hours": option D) 6 hours.']
 
 
 async def test_the_whole_passages_are_read_when_the_sentences_name_no_option(
