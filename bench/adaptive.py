@@ -45,8 +45,9 @@ from typing import Any
 
 # The checkout: `bench.*` and tests/support import from it, wherever this runs from.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.fanout import SUMMARY_QUERY, ServerProcess, make_documents, summary_run
-from bench.fanout_server import scripted_environment
+from bench.fanout import SUMMARY_QUERY, summary_run
+from bench.fanout_data import make_documents
+from bench.fanout_server import ServerProcess, scripted_environment
 
 FAULTS = ("every3rd", "inflight", "inflight-small")
 

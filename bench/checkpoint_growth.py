@@ -45,10 +45,12 @@ def _table_bytes(path: Path) -> int:
 
 async def run(turns: int, window: int) -> list[tuple[str, str]]:
     import aiosqlite
+    from langchain_core.runnables import RunnableConfig
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
     from scholarflow import Context, build_graph
     from scholarflow.sessions.conversation import is_compressed
+    from scholarflow.state import InputState
     from tests.support.fake_openai import FakeOpenAIServer
 
     home = Path(tempfile.mkdtemp(prefix="sf-bench-"))
@@ -63,12 +65,12 @@ async def run(turns: int, window: int) -> list[tuple[str, str]]:
         path = home / "checkpoints.sqlite"
         async with aiosqlite.connect(path) as conn:
             graph = build_graph(checkpointer=AsyncSqliteSaver(conn))
-            config = {"configurable": {"thread_id": "long-session"}}
+            config: RunnableConfig = {"configurable": {"thread_id": "long-session"}}
             before = 0
             started = time.perf_counter()
             for turn in range(1, turns + 1):
-                request: dict[str, object] = {"query": f"Turn {turn}: what do you think of "
-                                              "sparse attention for long documents?"}
+                request: InputState = {"query": f"Turn {turn}: what do you think of "
+                                                "sparse attention for long documents?"}
                 if turn % 25 == 13:  # turns 10 and 100 stay chat turns, to compare
                     request["document_contents"] = {"paper": paper}
                 await graph.ainvoke(request, config, context=ctx)

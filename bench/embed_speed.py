@@ -151,7 +151,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         return np.asarray(reference.encode(batch, False), np.float32)
 
     def mine(batch: list[str]) -> np.ndarray:
-        return ours.encode(batch, False)
+        return np.asarray(ours.encode(batch, False), np.float32)
 
     base, base_cpu, base_wall = timed(nano, texts)
     new, new_cpu, new_wall = timed(mine, texts)

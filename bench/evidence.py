@@ -84,7 +84,7 @@ async def _recall(kb: Any, q: dict[str, Any], documents: list[Any]) -> dict[str,
         recall_questions,
         recall_step,
     )
-    from scholarflow.nodes.recall_scope import recall_params
+    from scholarflow.retrieval.access import recall_params
     from scholarflow.state import DocumentInfo, RecallStepTask, SubQuestion
 
     ctx = Context()
@@ -231,7 +231,7 @@ def prepare(data: dict[str, Any]) -> dict[str, list[Question]]:
 
 def _pack(q: Question, chunks: list[Any], room: int) -> list[Any]:
     """evidence.pack with each chunk's cost counted once (the grid packs thousands of times)."""
-    kept = []
+    kept: list[Any] = []
     for c in chunks:
         if q.cost[c["chunk_id"]] > room:
             return kept or [c]  # pack cuts the best to fit: present all the same

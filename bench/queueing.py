@@ -41,12 +41,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.fanout import (
     SUMMARY_QUERY,
     SUMMARY_RULE,
-    ServerProcess,
-    make_documents,
     summary_run,
 )
-from bench.fanout_data import words_reply
-from bench.fanout_server import scripted_environment
+from bench.fanout_data import make_documents, words_reply
+from bench.fanout_server import ServerProcess, scripted_environment
 
 MODES = ("fixed", "adaptive")
 

@@ -100,8 +100,8 @@ async def speed(args: argparse.Namespace) -> list[Row]:
         t0 = time.perf_counter()
         chunked = [chunk_text(t, f"s{i}") for i, (_, t) in enumerate(sample)]
         t1 = time.perf_counter()
-        for result in chunked:
-            for c in result.chunks:
+        for chunked_doc in chunked:
+            for c in chunked_doc.chunks:
                 terms_text(f"{c.heading}\n{c.text}" if c.heading else c.text)
         t2 = time.perf_counter()
         rows.append(Row(f"  of which, on {len(sample)} documents: chunking + token counts / "
