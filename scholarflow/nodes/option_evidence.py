@@ -8,8 +8,9 @@ question, and a chosen option is shown with that sentence as its evidence. The
 options keep the question's order; nothing here picks one.
 
 An option is named by a sentence when its words appear there in order
-(dashes, "×" and case normalised), or, for an option with two numbers or more,
-its numbers do ("residues 344–360" by "amino acids 344-360"). "Yes", "No" and
+(dashes, "×" and case normalised; a compound the one writes whole and the other in
+pieces, "upregulation" and "up-regulation", is one word), or, for an option with two
+numbers or more, its numbers do ("residues 344–360" by "amino acids 344-360"). "Yes", "No" and
 the like, and paraphrased options ("There are no significant differences"),
 are named by none; when no option is named, the prompt gets no list.
 
@@ -21,7 +22,7 @@ option.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from scholarflow.llm.budget import cap_tokens
@@ -31,7 +32,7 @@ from scholarflow.retrieval.index.tokenize import query_terms
 from scholarflow.state import RecalledChunkState
 from scholarflow.tokens import count_tokens
 
-__all__ = ["UNNAMEABLE", "OptionEvidence", "contains",
+__all__ = ["UNNAMEABLE", "OptionEvidence", "compounds", "contains",
            "format_option_evidence", "names", "option_evidence", "option_passages",
            "option_words",
            "question_evidence", "reserve_tokens", "split_sentences", "stem_terms", "words"]
@@ -73,12 +74,27 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text.translate(_DASHES).lower())
 
 
+def compounds(these: list[str], whole: Collection[str]) -> list[str]:
+    """`these` words with each run of two or three joined where `whole` has them as one
+    word: "up", "regulation" become "upregulation" beside a text that writes it so."""
+    joined: list[str] = []
+    i = 0
+    while i < len(these):
+        width = next((k for k in (3, 2) if i + k <= len(these)
+                      and "".join(these[i:i + k]) in whole), 1)
+        joined.append("".join(these[i:i + width]))
+        i += width
+    return joined
+
+
 def names(option: list[str], sentence: list[str]) -> bool:
-    """`sentence` names `option`: its words in order; for an option with numbers, its
-    numbers in order ("residues 344–360" is named by "amino acids 344-360")."""
+    """`sentence` names `option`: its words in order, a compound whole or in pieces; for
+    an option with numbers, its numbers in order ("residues 344–360" is named by "amino
+    acids 344-360")."""
     if option in UNNAMEABLE:
         return False
-    if contains(sentence, option):
+    if contains(sentence, option) or contains(compounds(sentence, option),
+                                              compounds(option, sentence)):
         return True
     numbers = [w for w in option if _digit(w)]
     if len(numbers) < 2:  # one number alone ("4" of "4-fold") is in every other sentence

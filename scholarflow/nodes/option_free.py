@@ -12,7 +12,8 @@ most that option's ("5-fold more sensitive" names "5-fold"), unless one other op
 it holds that share of has all that option's words and more: the longer match is the
 one meant ("the IL-6/STAT3 axis" names "IL-6/STAT3 signalling", not "IL-6"). Failing
 that, an answer of two words or more names the one option that has all of them. A
-word with a short ending is the same word ("multipliers", "multiplier"); numbers must
+word with a short ending is the same word ("multipliers", "multiplier"), and so is a
+compound whole or in pieces ("upregulation", "up-regulation"); numbers must
 be equal. "Yes", "No" and the like must be the whole answer, or its first word before
 a comma ("Yes, it does"). "Not stated" and "insufficient information" name none.
 """
@@ -26,7 +27,7 @@ from scholarflow.language import is_chinese
 from scholarflow.llm import calls as llm
 from scholarflow.nodes.attribution import is_refusal
 from scholarflow.nodes.citations import drop_citations
-from scholarflow.nodes.option_evidence import UNNAMEABLE, option_words, words
+from scholarflow.nodes.option_evidence import UNNAMEABLE, compounds, option_words, words
 from scholarflow.nodes.options import Options, says_insufficient
 from scholarflow.prompts import FREE_ANSWER_EN, FREE_ANSWER_ZH
 from scholarflow.state import LLMUsage
@@ -78,7 +79,11 @@ def free_option(answer: str, asked: Options, *, covered: float = 0.6) -> str | N
             if option and said[0] == option[0] and _CLAUSE_END.match(line, len(option[0])):
                 return letter
             continue
-        scored.append(((_share(option, said), _share(said, option)), letter))
+        # A compound is one word whole or in pieces ("upregulation", "up-regulation").
+        option, answer = compounds(option, said), compounds(said, option)
+        if option == answer:
+            return letter
+        scored.append(((_share(option, answer), _share(answer, option)), letter))
     scored.sort(reverse=True)
     if scored and scored[0][0][0] >= covered and (
             len(scored) == 1 or scored[0][0] != scored[1][0]):

@@ -344,6 +344,16 @@ def test_option_evidence_quotes_the_sentence_naming_each_option() -> None:
     assert format_option_evidence(option_evidence(paraphrased, passages)) == ""
 
 
+def test_a_compound_names_an_option_whole_or_in_pieces() -> None:
+    from scholarflow.nodes.option_evidence import names, words
+
+    option = words("Upregulation of POLR2A mRNA")
+    assert names(option, words("We saw an up-regulation of POLR2A mRNA (Fig. 3)."))
+    assert names(words("up-regulation of POLR2A"), words("Upregulation of POLR2A was seen."))
+    assert not names(option, words("Regulation of POLR2A mRNA was unchanged."))
+    assert not names(option, words("Upregulation of POLR2B mRNA was seen."))
+
+
 def test_an_options_prompt_keeps_the_best_passages_and_those_naming_an_option() -> None:
     from scholarflow.nodes.option_evidence import option_passages
 

@@ -128,3 +128,12 @@ def test_the_answer_says_who_matched_the_reading_to_its_option() -> None:
     text, _ = reading_answer(asked, by_model, [], None, chinese=True)
     assert text.startswith("A) 六小时")
     assert text.endswith("模型认为这个选项说的就是它。）") and "“6 h”" in text
+
+
+def test_a_compound_is_one_word_whole_or_in_pieces() -> None:
+    opts = split_options("What happens to the transcript?\nA) Upregulation of POLR2A mRNA\n"
+                         "B) Downregulation of POLR2A mRNA\nC) Wild-type levels")
+    assert free_option("up-regulation of POLR2A mRNA", opts) == "A"
+    assert free_option("down-regulation of POLR2A mRNA [3]", opts) == "B"
+    assert free_option("wildtype levels", opts) == "C"
+    assert free_option("regulation of POLR2A", opts) is None  # a piece alone is not the word
