@@ -80,10 +80,11 @@ def free_option(answer: str, asked: Options, *, covered: float = 0.6) -> str | N
                 return letter
             continue
         # A compound is one word whole or in pieces ("upregulation", "up-regulation").
-        option, answer = compounds(option, said), compounds(said, option)
-        if option == answer:
+        whole_option, whole_said = compounds(option, said), compounds(said, option)
+        if whole_option == whole_said:
             return letter
-        scored.append(((_share(option, answer), _share(answer, option)), letter))
+        scored.append(((_share(whole_option, whole_said), _share(whole_said, whole_option)),
+                       letter))
     scored.sort(reverse=True)
     if scored and scored[0][0][0] >= covered and (
             len(scored) == 1 or scored[0][0] != scored[1][0]):
