@@ -10,9 +10,9 @@ options keep the question's order; nothing here picks one.
 An option is named by a sentence when its words appear there in order
 (dashes, "×" and case normalised; a compound the one writes whole and the other in
 pieces, "upregulation" and "up-regulation", is one word), or, for an option with two
-numbers or more, its numbers do ("residues 344–360" by "amino acids 344-360"). "Yes", "No" and
-the like, and paraphrased options ("There are no significant differences"),
-are named by none; when no option is named, the prompt gets no list.
+numbers or more, its numbers do ("residues 344–360" by "amino acids 344-360").
+"Yes", "No" and the like, and paraphrased options ("There are no significant
+differences"), are named by none; when no option is named, the prompt gets no list.
 
 The same test of naming trims the prompt's passages (`option_passages`): a
 multiple-choice prompt keeps the best few and, of the rest, only those naming an
