@@ -109,6 +109,9 @@ class Context:
                       f"Default: ${LLM_TIMEOUT_ENV}, else {DEFAULT_LLM_TIMEOUT_SECONDS:g}."),
     )
     temperature: float = field(default=0.2, metadata=_doc("Sampling temperature."))
+    reading_temperature: float | None = field(default=None, metadata=_doc(
+        "Multiple choice: the sampling temperature of the readings and of naming an option "
+        "(None: `temperature`); 0 reads greedily, the same answer to the same passages."))
     top_n: int = field(default=10, metadata=_doc("Recall: chunks returned per query."))
     similarity_threshold: float = field(
         default=0.2, metadata=_doc("Recall: minimum hybrid score of a chunk.")
@@ -270,6 +273,9 @@ class Context:
                      "vector_similarity_weight", "option_match_share"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise _invalid(self, named[name], "must be between 0 and 1")
+        for name in ("temperature", "reading_temperature"):
+            if (value := getattr(self, name)) is not None and not 0.0 <= value <= 2.0:
+                raise _invalid(self, named[name], "must be between 0 and 2")
         if self.llm_timeout_seconds <= 0:
             raise _invalid(self, named["llm_timeout_seconds"],
                            "must be a number of seconds above 0")

@@ -154,17 +154,19 @@ def _usage(node: str, ctx: Context, call: _StreamCall, started: float) -> LLMUsa
 
 
 async def complete(ctx: Context, prompt: Prompt, *, node: str, max_tokens: int | None = None,
-                   on_reasoning: Callable[[str], None] | None = None) -> LLMResult:
+                   on_reasoning: Callable[[str], None] | None = None,
+                   temperature: float | None = None) -> LLMResult:
     """One call whose text no reader sees as it comes (intent, planning, translations,
     summaries, partial reports, compression); never shown in `messages` stream mode.
 
     It is streamed all the same, so its timeouts are on the first token and the gaps
     (llm/watch.py). `max_tokens` bounds the reply (default: `budget.answer_reserve`).
     The model's reasoning goes to `on_reasoning`, by default the node's thinking events.
+    `temperature` overrides the context's for this call.
     """
     thinking = on_reasoning or Thinking(ctx.show_thinking, node).stream
     return await stream(ctx, prompt, node=node, on_text=_ignore, on_reasoning=thinking,
-                        max_tokens=max_tokens)
+                        max_tokens=max_tokens, temperature=temperature)
 
 
 def _ignore(_: str) -> None:
@@ -181,6 +183,7 @@ async def stream(
     visible: bool = False,
     text_filter: TextFilter | None = None,
     max_tokens: int | None = None,
+    temperature: float | None = None,
 ) -> LLMResult:
     """One streamed call through the limiter; `on_text` gets each piece as it goes out.
 
@@ -191,8 +194,9 @@ async def stream(
     `reasoning_content`) goes to `on_reasoning` only. A failure after text went out to
     a reader (`visible`, or an `on_text` of the caller's) is fatal: retrying would
     repeat what the reader already saw; a `complete` call is simply retried.
+    `temperature` overrides the context's for this call.
     """
-    model = chat_model(ctx)
+    model = chat_model(ctx, temperature)
     limit = max_tokens or answer_reserve(ctx)
     if thinks(endpoint_key(ctx)):  # its thought counts against max_tokens: a short bound
         limit = max(limit, answer_reserve(ctx))  # would leave no room for the reply

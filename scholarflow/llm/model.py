@@ -52,9 +52,10 @@ class ReasoningChatOpenAI(ChatOpenAI):
         return payload
 
 
-def chat_model(ctx: Context) -> ChatOpenAI:
-    """The chat model for this context; one instance (and connection pool) per endpoint
-    and event loop: its async HTTP client cannot serve another loop (llm/loop_cache.py)."""
+def chat_model(ctx: Context, temperature: float | None = None) -> ChatOpenAI:
+    """The chat model for this context (at `temperature`, else the context's); one
+    instance (and connection pool) per endpoint, temperature and event loop: its async
+    HTTP client cannot serve another loop (llm/loop_cache.py)."""
     if not ctx.llm_configured:
         raise ConfigurationError(
             "no LLM configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for DeepSeek, "
@@ -63,7 +64,7 @@ def chat_model(ctx: Context) -> ChatOpenAI:
         )
     assert ctx.model_name is not None  # filled by Context.__post_init__
     key = (ctx.model_name, ctx.openai_api_base, ctx.openai_api_key, ctx.llm_timeout_seconds,
-           ctx.temperature)
+           ctx.temperature if temperature is None else temperature)
     return per_loop(("chat_model", key), lambda: _new_model(*key))
 
 

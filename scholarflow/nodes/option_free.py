@@ -114,6 +114,7 @@ async def read_free(ctx: Context, head: llm.Prompt, asked: Options, *, node: str
     usage): the stem alone after `head`, a system message with passages."""
     template = FREE_ANSWER_ZH if is_chinese(asked.stem) else FREE_ANSWER_EN
     result = await llm.complete(ctx, [*head, ("user", template.format(stem=asked.stem))],
-                                node=node, max_tokens=ctx.option_answer_tokens)
+                                node=node, max_tokens=ctx.option_answer_tokens,
+                                temperature=ctx.reading_temperature)
     named = free_option(result.text, asked, covered=ctx.option_match_share)
     return named, first_line(result.text), result.usage

@@ -102,7 +102,8 @@ async def name_option(state: OptionState, runtime: Runtime[Context]) -> dict[str
     listed = "\n".join(f"- {text}" for text in candidates.options)
     result = await llm.complete(
         ctx, [("user", template.format(stem=asked.stem, said=said, options=listed))],
-        node="name_option", max_tokens=ctx.option_answer_tokens)
+        node="name_option", max_tokens=ctx.option_answer_tokens,
+        temperature=ctx.reading_temperature)
     reply = first_line(result.text)
     letter = None if _NONE_REPLY.match(reply) else free_option(
         reply, candidates, covered=ctx.option_match_share)

@@ -3,6 +3,8 @@
 A model shown the options tends to pick the letter, or the option, that its training
 or the options' order favours. Asked the question alone it answers in the passages'
 words, and that answer is matched to the options afterwards (nodes/option_free.py).
+Every call samples at `Context.reading_temperature` (by default the context's
+`temperature`; 0 reads greedily, so the same passages always give the same reading).
 Three calls at most, each a node of this subgraph, so Studio shows every call:
 
 1. `read_excerpt`: the stem over the sentences of the answer prompt's passages nearest

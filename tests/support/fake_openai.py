@@ -27,7 +27,7 @@ after the latency, before the first token; 0: none), tokens_per_second (reply
 pacing; 0: the whole reply at once). Stats count `queued`, `max_queued` and
 `queue_wait_seconds`; each entry of `requests` has model, messages, max_tokens
 (max_completion_tokens if sent, else max_tokens), max_tokens_field (which of the
-two was sent, or None) and stream.
+two was sent, or None), stream and temperature.
 """
 
 from __future__ import annotations

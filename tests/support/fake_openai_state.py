@@ -241,7 +241,8 @@ class FakeState:
                                # which of the two names the bound came under, if any
                                "max_tokens_field": next((k for k in (
                                    "max_completion_tokens", "max_tokens") if k in body), None),
-                               "stream": bool(body.get("stream"))})
+                               "stream": bool(body.get("stream")),
+                               "temperature": body.get("temperature")})
             n = s.chat_calls
             fault_latency = self.latency if self.fault_latency is None else self.fault_latency
             if n <= self.fail_first_n or (self.fail_every_n and n % self.fail_every_n == 0):

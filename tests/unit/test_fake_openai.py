@@ -165,7 +165,8 @@ async def test_admin_endpoints(server: FakeOpenAIServer) -> None:
         assert stats["chat_calls"] == 1 and stats["max_in_flight"] == 1
         assert stats["requests"] == [
             {"model": "fake-model", "messages": [{"role": "user", "content": "x"}],
-             "max_tokens": None, "max_tokens_field": None, "stream": False}
+             "max_tokens": None, "max_tokens_field": None, "stream": False,
+             "temperature": None}
         ]
         assert (await http.post(f"{admin}/reset")).status_code == 200
         stats = (await http.get(f"{admin}/stats")).json()

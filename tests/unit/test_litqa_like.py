@@ -93,7 +93,8 @@ async def test_the_key_passage_reaches_the_answer_prompt(fake_llm: FakeOpenAISer
     # passages it answers in the key sentence's words, citing nothing (as small models
     # do): the answer's sources still name the passage that supports it.
     fake_llm.configure(rules=free_rules("not stated", "His148"))
-    out, _ = await run_graph({"query": litqa_question(STEM), "kb": "lib"}, Context())
+    out, _ = await run_graph({"query": litqa_question(STEM), "kb": "lib"},
+                             Context(reading_temperature=0.0))
     assert out["error"] is None
     # A question with options is a precise question: the rules say so, no LLM call.
     assert (out["detected_intent"], out["intent_decided_by"]) == ("LITERATURE_QA", "rules")
@@ -112,6 +113,8 @@ async def test_the_key_passage_reaches_the_answer_prompt(fake_llm: FakeOpenAISer
     # after the whole passages.
     requests = [r["messages"] for r in fake_llm.stats().requests]
     assert [len(m) for m in requests] == [2, 2]
+    # At the readings' own temperature (Context.reading_temperature), when one is set.
+    assert [r["temperature"] for r in fake_llm.stats().requests] == [0.0, 0.0]
     excerpt_prompt, answer_prompt = (m[0]["content"] for m in requests)
     assert len(excerpt_prompt) < len(answer_prompt)
     for turn in (requests[0][-1]["content"], requests[1][-1]["content"]):

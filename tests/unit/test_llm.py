@@ -119,6 +119,14 @@ async def test_errors_are_typed(fake_llm: FakeOpenAIServer) -> None:
         await llm.complete(unreachable, [("user", "hi")], node="t")
 
 
+async def test_a_call_may_set_its_own_temperature(fake_llm: FakeOpenAIServer) -> None:
+    await llm.complete(Context(temperature=0.7), [("user", "hi")], node="t")
+    await llm.complete(Context(temperature=0.7), [("user", "hi")], node="t", temperature=0.0)
+    assert [r["temperature"] for r in fake_llm.stats().requests] == [0.7, 0.0]
+    with pytest.raises(ValueError, match="reading_temperature"):
+        Context(reading_temperature=-1)
+
+
 async def test_stream_reports_usage_and_chunks(fake_llm: FakeOpenAIServer) -> None:
     fake_llm.configure(rules=[{"match": "count", "reply": "one two three four five six seven"}])
     pieces: list[str] = []
