@@ -37,6 +37,9 @@ def parser() -> argparse.ArgumentParser:
         p.add_argument("--half", choices=("tune", "check", "all"), default="all",
                        help="the tuning half, the checking half, or both side by side")
         p.add_argument("--questions", help="lines of questions-dev.jsonl, e.g. 1-5 or 1,4,7-9")
+        p.add_argument("--question-file", metavar="PATH",
+                       help="ask these questions instead (LitQA2's JSON lines; 'own': "
+                            "bench/litqa/own-questions.jsonl), all tuning data")
     sub.choices["ingest"].add_argument(
         "--scripted-embeddings", action="store_true",
         help="embed with the scripted server's hashing vectors (minutes, not an hour)")

@@ -106,7 +106,7 @@ async def model_part(args: Any, part: str) -> tuple[Env, list[Question], Library
     if not os.environ.get("OPENAI_BASE_URL"):
         raise SystemExit(f"{part} needs a model: set OPENAI_BASE_URL (and OPENAI_API_KEY, "
                          "SCHOLARFLOW_MODEL), or pass --scripted for a dry run")
-    questions = select(load_questions(), args.half, args.questions, args.limit)
+    questions = select(load_questions(args.question_file), args.half, args.questions, args.limit)
     lib = await library(args.kb)
     graph, context = build(args.window, args.llm_timeout)
     return env, questions, lib, graph, context

@@ -52,10 +52,11 @@ class Question:
     files: list[str]  # PDF file names of its source papers
     key_passage: str | None
     options: list[str] = field(default_factory=list)  # shuffled, with INSUFFICIENT
+    own: bool = False  # from a question file of our own: tuning data, whatever its hash
 
     @property
     def half(self) -> Half:
-        return half_of(self.qid)
+        return "tune" if self.own else half_of(self.qid)
 
     @property
     def letters(self) -> str:
@@ -74,19 +75,24 @@ def pdf_name(doi_url: str) -> str:
     return urllib.parse.quote(doi, safe="") + ".pdf"
 
 
-def load_questions() -> list[Question]:
-    path = corpus() / "questions-dev.jsonl"
-    if not path.is_file():
-        raise SystemExit(f"no LitQA2 questions at {path}: set LITQA_CORPUS to the corpus folder")
+OWN_QUESTIONS = Path(__file__).with_name("own-questions.jsonl")
+
+
+def load_questions(path: str | None = None) -> list[Question]:
+    """The dev questions, or those of `path` ("own": OWN_QUESTIONS), all in the tuning half."""
+    file = (OWN_QUESTIONS if path == "own" else Path(path) if path
+            else corpus() / "questions-dev.jsonl")
+    if not file.is_file():
+        raise SystemExit(f"no LitQA2 questions at {file}: set LITQA_CORPUS to the corpus folder")
     out = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue
         raw = json.loads(line)
         q = Question(n=n, qid=raw["id"], question=raw["question"], ideal=raw["ideal"],
                      distractors=list(raw["distractors"]),
                      files=[pdf_name(s) for s in raw["sources"]],
-                     key_passage=raw.get("key-passage"))
+                     key_passage=raw.get("key-passage"), own=path is not None)
         options = [q.ideal, *q.distractors, INSUFFICIENT]
         random.Random(f"{SEED}:{q.qid}").shuffle(options)
         q.options = options

@@ -118,7 +118,7 @@ async def recall(args: argparse.Namespace) -> None:
     from scholarflow.retrieval.kb_registry import close_all
     from scholarflow.tokens import count_tokens
 
-    questions = select(load_questions(), args.half, args.questions, args.limit)
+    questions = select(load_questions(args.question_file), args.half, args.questions, args.limit)
     lib = await library(args.kb)
     graph, context = build(args.window, args.llm_timeout)
     records = []

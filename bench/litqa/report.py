@@ -36,7 +36,8 @@ def print_halves(title: str, half: str, records: Sequence[R],
     columns: list[tuple[str, list[R]]] = [
         (HALF_NAMES[h], [r for r in records if r.q.half == h])
         for h in HALVES if half in (h, "all")]
-    if half == "all":
+    columns = [c for c in columns if c[1]]  # a question file of our own is all tuning
+    if half == "all" and len(columns) > 1:
         columns.append(("all", list(records)))
     tables = [summarise(rs) for _, rs in columns]
     print(f"## {title}\n")

@@ -45,7 +45,7 @@ async def search(args: argparse.Namespace) -> None:
     from scholarflow.retrieval.kb import RecallParams
     from scholarflow.retrieval.kb_registry import close_all, open_knowledge_base
 
-    questions = select(load_questions(), args.half, args.questions, args.limit)
+    questions = select(load_questions(args.question_file), args.half, args.questions, args.limit)
     lib = await library(args.kb)
     kb = await open_knowledge_base(args.kb)
     ctx = Context()

@@ -47,7 +47,7 @@ async def support_floor(args: argparse.Namespace) -> None:
     from scholarflow.retrieval.kb_registry import close_all, open_knowledge_base
     from scholarflow.state import RecalledChunkState
 
-    questions = select(load_questions(), args.half, args.questions, args.limit)
+    questions = select(load_questions(args.question_file), args.half, args.questions, args.limit)
     lib = await library(args.kb)
     kb = await open_knowledge_base(args.kb)
     every = sorted(set(lib.ids.values()))
