@@ -100,13 +100,13 @@ async def model_part(args: Any, part: str) -> tuple[Env, list[Question], Library
     """What a part asking the model needs: its environment, the questions it selects, the
     library, and the graph with its Context (bench/litqa/graph.py `build`)."""
     from bench.litqa.graph import build
-    from bench.litqa.questions import load_questions, select
+    from bench.litqa.questions import asked
 
     env = Env(args.home, scripted_llm=args.scripted)
     if not os.environ.get("OPENAI_BASE_URL"):
         raise SystemExit(f"{part} needs a model: set OPENAI_BASE_URL (and OPENAI_API_KEY, "
                          "SCHOLARFLOW_MODEL), or pass --scripted for a dry run")
-    questions = select(load_questions(args.question_file), args.half, args.questions, args.limit)
+    questions = asked(args)
     lib = await library(args.kb)
     graph, context = build(args.window, args.llm_timeout)
     return env, questions, lib, graph, context

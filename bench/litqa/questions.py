@@ -18,7 +18,7 @@ import re
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 REPO = Path(__file__).resolve().parents[2]
 INSUFFICIENT = "Insufficient information to answer this question"
@@ -83,7 +83,8 @@ def load_questions(path: str | None = None) -> list[Question]:
     file = (OWN_QUESTIONS if path == "own" else Path(path) if path
             else corpus() / "questions-dev.jsonl")
     if not file.is_file():
-        raise SystemExit(f"no LitQA2 questions at {file}: set LITQA_CORPUS to the corpus folder")
+        hint = "check --question-file" if path else "set LITQA_CORPUS to the corpus folder"
+        raise SystemExit(f"no LitQA2 questions at {file}: {hint}")
     out = []
     for n, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
@@ -113,6 +114,11 @@ def select(questions: list[Question], half: str, spec: str | None,
             wanted.update(range(int(low), int(high or low) + 1))
         questions = [q for q in questions if q.n in wanted]
     return questions[:limit] if limit else questions
+
+
+def asked(args: Any) -> list[Question]:
+    """The questions a part's arguments name: --question-file, --half, --questions, --limit."""
+    return select(load_questions(args.question_file), args.half, args.questions, args.limit)
 
 
 def pdf_files() -> list[Path]:

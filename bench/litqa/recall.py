@@ -21,7 +21,7 @@ from typing import Any
 
 from bench.litqa.env import Env, library
 from bench.litqa.graph import ask, build
-from bench.litqa.questions import Question, contains_ideal, holds_key, load_questions, select
+from bench.litqa.questions import Question, asked, contains_ideal, holds_key
 from bench.litqa.report import Rows, p50_max, print_halves, progress, share
 
 _CHUNK = re.compile(r'<chunk n="\d+" title="(.*?)"[^\n]*\n(.*?)\n</chunk>', re.S)
@@ -118,7 +118,7 @@ async def recall(args: argparse.Namespace) -> None:
     from scholarflow.retrieval.kb_registry import close_all
     from scholarflow.tokens import count_tokens
 
-    questions = select(load_questions(args.question_file), args.half, args.questions, args.limit)
+    questions = asked(args)
     lib = await library(args.kb)
     graph, context = build(args.window, args.llm_timeout)
     records = []

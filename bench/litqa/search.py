@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 
 from bench.litqa.env import Env, library
-from bench.litqa.questions import Question, holds_key, load_questions, select
+from bench.litqa.questions import Question, asked, holds_key
 from bench.litqa.report import Rows, p50_max, print_halves, progress, share
 
 
@@ -45,7 +45,7 @@ async def search(args: argparse.Namespace) -> None:
     from scholarflow.retrieval.kb import RecallParams
     from scholarflow.retrieval.kb_registry import close_all, open_knowledge_base
 
-    questions = select(load_questions(args.question_file), args.half, args.questions, args.limit)
+    questions = asked(args)
     lib = await library(args.kb)
     kb = await open_knowledge_base(args.kb)
     ctx = Context()

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bench.litqa.env import Env, library
-from bench.litqa.questions import Question, load_questions, select
+from bench.litqa.questions import Question, asked
 from bench.litqa.report import Rows, print_halves, progress, share
 
 
@@ -47,7 +47,7 @@ async def support_floor(args: argparse.Namespace) -> None:
     from scholarflow.retrieval.kb_registry import close_all, open_knowledge_base
     from scholarflow.state import RecalledChunkState
 
-    questions = select(load_questions(args.question_file), args.half, args.questions, args.limit)
+    questions = asked(args)
     lib = await library(args.kb)
     kb = await open_knowledge_base(args.kb)
     every = sorted(set(lib.ids.values()))
