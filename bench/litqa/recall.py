@@ -41,6 +41,9 @@ class Recalled:
     # short reading's sentences and in the whole passages' reading; None when not read.
     ideal_in_excerpt: bool | None = None
     ideal_in_passages: bool | None = None
+    # The key passage (half its shingles) in the short reading's sentences; None when
+    # there is no short reading or no key passage.
+    key_in_excerpt: bool | None = None
     # The options but "insufficient" that a sentence of the whole passages names
     # (nodes/option_evidence.py), and whether the ideal is among them.
     named_options: int = 0
@@ -102,6 +105,9 @@ def summarise(rs: list[Recalled]) -> Rows:
         ("ideal answer's words in the whole passages' reading",
          share(sum(bool(r.ideal_in_passages) for r in rs),
                sum(r.ideal_in_passages is not None for r in rs))),
+        ("key passage in the short reading's sentences (of those in the prompt)",
+         share(sum(bool(r.key_in_excerpt) for r in rs),
+               sum(r.key_in_excerpt is not None and r.key_place is not None for r in rs))),
         ("options named by the passages' sentences p50 / max",
          p50_max([r.named_options for r in rs])),
         ("the ideal among them", share(sum(r.ideal_named for r in rs), n)),
@@ -144,12 +150,15 @@ async def recall(args: argparse.Namespace) -> None:
             named_options=len(named), ideal_named=q.ideal in named,
             ideal_in_excerpt=(None if excerpt_text is None
                               else contains_ideal(excerpt_text, q.ideal)),
+            key_in_excerpt=(None if excerpt_text is None or not q.key_passage
+                            else holds_key(q.key_passage, [excerpt_text]) is not None),
             ideal_in_passages=(None if passages_text is None
                                else contains_ideal(passages_text, q.ideal)))
         records.append(record)
         progress(q, f"{len(recalled)} recalled, {record.passages} in the answer prompt, key "
                     f"passage at {record.key_place}; ideal in the readings' passages: "
-                    f"{record.ideal_in_excerpt}, {record.ideal_in_passages}; options named: "
+                    f"{record.ideal_in_excerpt}, {record.ideal_in_passages}; key passage in the "
+                    f"short reading: {record.key_in_excerpt}; options named: "
                     f"{record.named_options} (the ideal: {record.ideal_named}); {run.seconds:.0f} s"
                     + (f"; {run.error}" if run.error else ""))
     await close_all()

@@ -11,14 +11,16 @@ for "What happens to Zfx9 after knockout of Rab37?") and would rank below the
 methods sentences that repeat the stem. So each option also brings the best-ranked
 sentence that names it and shares a stem word: the model is still asked the stem
 alone and reads the options' words only where a passage says them, beside the
-sentence that may say what they are to the question.
+sentence that may say what they are to the question. A sentence using a short form
+the passages define names the option spelled out ("LPS", "lipopolysaccharide").
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+from scholarflow.nodes.abbreviations import spelled_out
 from scholarflow.nodes.option_evidence import (
     names,
     option_words,
@@ -37,7 +39,8 @@ NEIGHBOURS = 1  # sentences kept either side of each: the subject, or the result
 _Ranked = tuple[int, int, set[str]]  # (passage, sentence, the stem terms it shares)
 
 
-def excerpt(asked: Options, passages: Sequence[RecalledChunkState], sentences: int
+def excerpt(asked: Options, passages: Sequence[RecalledChunkState], sentences: int,
+            abbreviations: Mapping[str, str] | None = None
             ) -> tuple[list[RecalledChunkState], list[int]]:
     """(the passages holding the `sentences` sentences nearest `asked`'s stem and each
     option's best-ranked sentence naming it, each cut to them and NEIGHBOURS either side,
@@ -59,7 +62,8 @@ def excerpt(asked: Options, passages: Sequence[RecalledChunkState], sentences: i
 
     # Ties keep the passages' order, which puts the best passage last (answer.py).
     ranked = [s for s in sorted(shared, key=lambda s: -weight(s[2])) if s[2]]
-    nearest = ranked[:sentences] + _anchors(asked, split, ranked[sentences:])
+    nearest = ranked[:sentences] + _anchors(asked, split, ranked[sentences:],
+                                            abbreviations or {})
     kept: dict[int, set[int]] = {}
     for i, j, _ in nearest:
         kept.setdefault(i, set()).update(range(j - NEIGHBOURS, j + NEIGHBOURS + 1))
@@ -71,17 +75,23 @@ def excerpt(asked: Options, passages: Sequence[RecalledChunkState], sentences: i
     return cut, [i + 1 for i in sorted(kept)]
 
 
-def _anchors(asked: Options, split: list[list[str]], ranked: list[_Ranked]) -> list[_Ranked]:
+def _anchors(asked: Options, split: list[list[str]], ranked: list[_Ranked],
+             abbreviations: Mapping[str, str]) -> list[_Ranked]:
     """Each option's best-ranked sentence of `ranked` (all share a stem term) naming it,
-    once each."""
-    said: dict[tuple[int, int], list[str]] = {}  # each sentence's words, read once
+    once each; a short form of `abbreviations` names what it abbreviates ("LPS" names
+    "lipopolysaccharide")."""
+    said: dict[tuple[int, int], list[list[str]]] = {}  # each sentence's words, read once
 
-    def words_of(i: int, j: int) -> list[str]:
-        return said.setdefault((i, j), words(split[i][j]))
+    def names_it(option: list[str], i: int, j: int) -> bool:
+        if (i, j) not in said:
+            text = split[i][j]
+            said[(i, j)] = [words(text)] + [words(other) for other in {
+                spelled_out(text, abbreviations)} - {text}]
+        return any(names(option, these) for these in said[(i, j)])
 
     kept: list[_Ranked] = []
     for _, option in option_words(asked):
-        best = next((s for s in ranked if names(option, words_of(s[0], s[1]))), None)
+        best = next((s for s in ranked if names_it(option, s[0], s[1])), None)
         if best is not None and best not in kept:
             kept.append(best)
     return kept

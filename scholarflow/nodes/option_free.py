@@ -15,16 +15,20 @@ that, an answer of two words or more names the one option that has all of them. 
 word with a short ending is the same word ("multipliers", "multiplier"), and so is a
 compound whole or in pieces ("upregulation", "up-regulation"); numbers must
 be equal. "Yes", "No" and the like must be the whole answer, or its first word before
-a comma ("Yes, it does"). "Not stated" and "insufficient information" name none.
+a comma ("Yes, it does"). "Not stated" and "insufficient information" name none. An
+answer naming none is matched again with each abbreviation the passages define
+written the other way: "LPS" names "lipopolysaccharide" (nodes/abbreviations.py).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from scholarflow.context import Context
 from scholarflow.language import is_chinese
 from scholarflow.llm import calls as llm
+from scholarflow.nodes.abbreviations import spelled_other_ways
 from scholarflow.nodes.attribution import is_refusal
 from scholarflow.nodes.citations import drop_citations
 from scholarflow.nodes.option_evidence import UNNAMEABLE, compounds, option_words, words
@@ -108,13 +112,21 @@ def _longer_match(letter: str, said: list[str], covering: dict[str, list[str]]) 
     return longer[0] if len(longer) == 1 else None
 
 
-async def read_free(ctx: Context, head: llm.Prompt, asked: Options, *, node: str
+async def read_free(ctx: Context, head: llm.Prompt, asked: Options, *, node: str,
+                    abbreviations: Mapping[str, str] | None = None
                     ) -> tuple[str | None, str, LLMUsage]:
     """(the letter of the option it names or None, the answer's first line, the call's
-    usage): the stem alone after `head`, a system message with passages."""
+    usage): the stem alone after `head`, a system message with passages. An answer
+    naming none is tried again with each of the passages' `abbreviations` (short form:
+    long form) it holds written the other way ("LPS" for "lipopolysaccharide")."""
     template = FREE_ANSWER_ZH if is_chinese(asked.stem) else FREE_ANSWER_EN
     result = await llm.complete(ctx, [*head, ("user", template.format(stem=asked.stem))],
                                 node=node, max_tokens=ctx.option_answer_tokens,
                                 temperature=ctx.reading_temperature)
     named = free_option(result.text, asked, covered=ctx.option_match_share)
-    return named, first_line(result.text), result.usage
+    said = first_line(result.text)
+    for other_way in spelled_other_ways(said, abbreviations or {}) if named is None else []:
+        named = free_option(other_way, asked, covered=ctx.option_match_share)
+        if named is not None:
+            break
+    return named, said, result.usage

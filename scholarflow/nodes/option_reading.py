@@ -36,6 +36,7 @@ from scholarflow.context import Context, get_context
 from scholarflow.events import Thinking, node_complete
 from scholarflow.intents import Intent
 from scholarflow.language import answer_language
+from scholarflow.nodes.abbreviations import defined_abbreviations
 from scholarflow.nodes.answer_base import DIRECT_PROMPTS, fill
 from scholarflow.nodes.citations import format_chunks
 from scholarflow.nodes.option_evidence import OptionEvidence
@@ -93,7 +94,9 @@ async def _read(state: OptionState, runtime: Runtime[Context], node: str,
                 step: Literal["excerpt", "passages"], system: str) -> dict[str, Any]:
     ctx = get_context(runtime)
     asked = split_options(state["question"])
-    letter, said, usage = await read_free(ctx, [("system", system)], asked, node=node)
+    defined = defined_abbreviations(p["text"] for p in state["evidence"])
+    letter, said, usage = await read_free(ctx, [("system", system)], asked, node=node,
+                                          abbreviations=defined)
     what = ("the sentences nearest it and those naming an option" if step == "excerpt"
             else "the whole passages")
     named = (f"option {letter}) {asked.options[asked.letters.index(letter)]}"
@@ -110,7 +113,8 @@ async def read_excerpt(state: OptionState, runtime: Runtime[Context]) -> dict[st
     a word with it."""
     ctx = get_context(runtime)
     asked = split_options(state["question"])
-    cut, numbers = excerpt(asked, state["evidence"], ctx.option_excerpt_sentences)
+    defined = defined_abbreviations(p["text"] for p in state["evidence"])
+    cut, numbers = excerpt(asked, state["evidence"], ctx.option_excerpt_sentences, defined)
     if not cut:
         return {}
     return await _read(state, runtime, "read_excerpt", "excerpt",
