@@ -25,6 +25,7 @@ _PARENTHESISED = re.compile(r"\(([^()]{2,12})\)")
 _TERM = re.compile(r"[^\W_]+(?:-[^\W_]+)*", re.UNICODE)  # "LPS", "IL-6"
 SHORT_MIN, SHORT_MAX = 2, 10  # characters of a short form
 EXTRA_WORDS = 5  # the long form has at most min(letters + this, letters x 2) words
+WORD_CHARS = 40  # a long form's words are read from at most this many characters each
 
 
 def defined_abbreviations(texts: Iterable[str]) -> dict[str, str]:
@@ -80,7 +81,8 @@ def _long_form(short: str, before: str) -> str | None:
     """The words ending `before` that `short` abbreviates, or None."""
     letters = sum(c.isalnum() for c in short)
     window = min(letters + EXTRA_WORDS, letters * 2)
-    candidate = " ".join(before.split()[-window:])
+    # Only the text just before is split: a passage with many parentheses stays linear.
+    candidate = " ".join(before[-window * WORD_CHARS:].split()[-window:])
     candidate = re.split(r"[.;:!?]\s", candidate)[-1]  # not across a sentence's end
     s, position = len(short) - 1, len(candidate) - 1
     while s >= 0:
@@ -97,6 +99,8 @@ def _long_form(short: str, before: str) -> str | None:
         position -= 1
         s -= 1
     long = candidate[candidate.rfind(" ", 0, position + 1) + 1:].strip()
-    if len(long) <= len(short) or short.lower() in long.lower().split():
+    # Not the short form itself, nor words around an earlier parenthesis.
+    if (len(long) <= len(short) or "(" in long or ")" in long
+            or short.lower() in (t.lower() for t in _TERM.findall(long))):
         return None
     return long

@@ -35,6 +35,7 @@ def test_definitions_are_the_words_before_a_parenthesised_short_form_holding_its
     "Ten animals were used (n = 5).",           # not a short form
     "The cells were stained (DAPI).",           # letters not in the words before
     "A long phrase about nothing at all (ABCDEFGHIJK).",  # too long
+    "x (AB) x (AB) x (AB)",                    # the words around an earlier short form
 ])
 def test_parentheses_that_define_nothing_are_left_out(text: str) -> None:
     assert defined_abbreviations([text]) == {}
