@@ -10,8 +10,9 @@ Definitions are found as Schwartz and Hearst do ("A simple algorithm for identif
 abbreviation definitions in biomedical text", PSB 2003): a short form in parentheses
 after the words it abbreviates, its letters found in those words in order, from the
 end, its first letter starting a word. It finds definitions of any field without a
-dictionary, and a short form whose letters the words before it do not hold is left
-out, which is what keeps "(Fig. 2)" and "(n = 5)" from being read as definitions.
+dictionary. A short form has ten characters at most, in one or two words, and letters
+the words before it hold in order: "(n = 5)" is no short form, and "(DAPI)" after
+"cells were stained" defines nothing.
 """
 
 from __future__ import annotations
