@@ -91,10 +91,11 @@ def _system(question: str, passages: list[RecalledChunkState],
 
 
 async def _read(state: OptionState, runtime: Runtime[Context], node: str,
-                step: Literal["excerpt", "passages"], system: str) -> dict[str, Any]:
+                step: Literal["excerpt", "passages"], system: str,
+                defined: dict[str, str]) -> dict[str, Any]:
+    """One reading of the stem after `system`; `defined`: the passages' abbreviations."""
     ctx = get_context(runtime)
     asked = split_options(state["question"])
-    defined = defined_abbreviations(p["text"] for p in state["evidence"])
     letter, said, usage = await read_free(ctx, [("system", system)], asked, node=node,
                                           abbreviations=defined)
     what = ("the sentences nearest it and those naming an option" if step == "excerpt"
@@ -118,13 +119,14 @@ async def read_excerpt(state: OptionState, runtime: Runtime[Context]) -> dict[st
     if not cut:
         return {}
     return await _read(state, runtime, "read_excerpt", "excerpt",
-                       _system(state["question"], cut, numbers))
+                       _system(state["question"], cut, numbers), defined)
 
 
 async def read_passages(state: OptionState, runtime: Runtime[Context]) -> dict[str, Any]:
     """The stem over the whole passages of the answer prompt."""
     return await _read(state, runtime, "read_passages", "passages",
-                       _system(state["question"], state["evidence"]))
+                       _system(state["question"], state["evidence"]),
+                       defined_abbreviations(p["text"] for p in state["evidence"]))
 
 
 def route_after_excerpt(state: OptionState) -> Literal["read_passages", "__end__"]:
