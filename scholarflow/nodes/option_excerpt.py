@@ -85,8 +85,8 @@ def _anchors(asked: Options, split: list[list[str]], ranked: list[_Ranked],
     def names_it(option: list[str], i: int, j: int) -> bool:
         if (i, j) not in said:
             text = split[i][j]
-            said[(i, j)] = [words(text)] + [words(other) for other in {
-                spelled_out(text, abbreviations)} - {text}]
+            written_out = spelled_out(text, abbreviations)
+            said[(i, j)] = [words(text)] + ([words(written_out)] if written_out != text else [])
         return any(names(option, these) for these in said[(i, j)])
 
     kept: list[_Ranked] = []
