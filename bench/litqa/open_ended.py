@@ -3,8 +3,9 @@
 Each stem runs through the whole graph over the knowledge base with the model: the
 route it took (`detected_intent`, `strategy` and who decided), whether the answer's
 words hold the ideal answer (`questions.contains_ideal`: case, dashes, punctuation and
-citation markers ignored), whether the answer is citation markers alone, and what it
-cost. A run that stops for approval (interrupt) or runs past --timeout counts as such.
+citation markers ignored, a compound whole or in pieces one word), whether the answer
+is citation markers alone, and what it cost. A run that stops for approval (interrupt)
+or runs past --timeout counts as such.
 """
 
 from __future__ import annotations

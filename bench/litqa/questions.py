@@ -207,10 +207,19 @@ def normalised(text: str) -> str:
     return " ".join(_NOT_WORD.sub(" ", _DASHES.sub("-", text)).split())
 
 
+_PIECES = re.compile(r"(?<=[^\W\d_])[-\u2010\u2011](?=[^\W\d_])")
+
+
 def contains_ideal(answer: str, ideal: str) -> bool:
-    """Whether the answer's words hold the ideal answer's words, in order, whole words."""
-    want = normalised(ideal)
-    return bool(want) and f" {want} " in f" {normalised(answer)} "
+    """Whether the answer's words hold the ideal answer's words, in order, whole words; a
+    compound written whole or in pieces is one word ("up-regulation", "upregulation"),
+    numbers are never joined ("31-40" is not "3140")."""
+    for joined in (False, True):
+        want = normalised(_PIECES.sub("", ideal) if joined else ideal)
+        said = normalised(_PIECES.sub("", answer) if joined else answer)
+        if want and f" {want} " in f" {said} ":
+            return True
+    return False
 
 
 def citations_only(answer: str) -> bool:
