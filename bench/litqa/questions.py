@@ -212,8 +212,8 @@ _PIECES = re.compile(r"(?<=[^\W\d_])[-\u2010\u2011](?=[^\W\d_])")
 
 def contains_ideal(answer: str, ideal: str) -> bool:
     """Whether the answer's words hold the ideal answer's words, in order, whole words; a
-    compound written whole or in pieces is one word ("up-regulation", "upregulation"),
-    numbers are never joined ("31-40" is not "3140")."""
+    compound written whole or in pieces is one word ("up-regulation", "upregulation"), but
+    numbers are never joined ("31-40" is not "3140"), unlike `option_evidence.compounds`."""
     for joined in (False, True):
         want = normalised(_PIECES.sub("", ideal) if joined else ideal)
         said = normalised(_PIECES.sub("", answer) if joined else answer)
