@@ -214,12 +214,12 @@ def contains_ideal(answer: str, ideal: str) -> bool:
     """Whether the answer's words hold the ideal answer's words, in order, whole words; a
     compound written whole or in pieces is one word ("up-regulation", "upregulation"), but
     numbers are never joined ("31-40" is not "3140"), unlike `option_evidence.compounds`."""
-    for joined in (False, True):
-        want = normalised(_PIECES.sub("", ideal) if joined else ideal)
-        said = normalised(_PIECES.sub("", answer) if joined else answer)
-        if want and f" {want} " in f" {said} ":
-            return True
-    return False
+    return _holds(answer, ideal) or _holds(_PIECES.sub("", answer), _PIECES.sub("", ideal))
+
+
+def _holds(answer: str, ideal: str) -> bool:
+    want = normalised(ideal)
+    return bool(want) and f" {want} " in f" {normalised(answer)} "
 
 
 def citations_only(answer: str) -> bool:
