@@ -92,7 +92,13 @@ async def _over_bound(kb: KnowledgeBase, adding: int) -> bool:
 
 
 def _folder_bytes(folder: Path) -> int:
-    return sum(f.stat().st_size for f in folder.iterdir() if f.is_file())
+    total = 0
+    for entry in folder.iterdir():
+        try:
+            total += entry.stat().st_size if entry.is_file() else 0
+        except FileNotFoundError:  # a snapshot's temporary file, renamed while listed
+            continue
+    return total
 
 
 async def _emptied(kb: KnowledgeBase) -> KnowledgeBase:

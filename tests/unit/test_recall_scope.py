@@ -7,6 +7,9 @@ merged by score. Documents named by id without `--kb` live in "default".
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from scholarflow.ingest.documents import document_from_text
@@ -125,3 +128,26 @@ async def test_documents_named_by_id_without_a_kb_are_recalled_from_default(
     })
     assert out["error"] is None, out["error"]
     assert out["strategy"] == "chunk_recall" and len(out["sources"]) == 2
+
+
+def test_the_scratch_folder_is_measured_while_a_snapshot_renames_its_temporary_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A background snapshot write renames its temporary file over the snapshot at any
+    moment: a file listed and gone before it is measured counts nothing, not an error."""
+    from scholarflow.nodes import recall_scope as scope
+
+    (tmp_path / "chunks.sqlite").write_bytes(b"x" * 100)
+    vanishing = tmp_path / "snapshot.npzab12.tmp"
+    vanishing.write_bytes(b"y" * 50)
+    real_stat = Path.stat
+    seen: list[Path] = []
+
+    def stat(path: Path, **kwargs: Any) -> Any:
+        if path == vanishing and path in seen:  # renamed after `is_file`, before its size
+            path.unlink(missing_ok=True)
+        seen.append(path)
+        return real_stat(path, **kwargs)
+
+    monkeypatch.setattr(Path, "stat", stat)
+    assert scope._folder_bytes(tmp_path) == 100
