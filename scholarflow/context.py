@@ -188,11 +188,9 @@ class Context:
                       "the answer says the passages do not settle the question. False: the "
                       "model writes the answer with the options in view."),
     )
-    option_match_share: float = field(
-        default=0.6,
-        metadata=_doc("Multiple choice: the share of an option's words the model's answer "
-                      "must hold to name that option."),
-    )
+    option_match_share: float = field(default=0.6, metadata=_doc(
+        "Multiple choice: the share of an option's words the model's answer must hold to "
+        "name that option."))
     option_naming: bool = field(
         default=True,
         metadata=_doc("Multiple choice: when the readings answered in words that name no "
@@ -209,10 +207,13 @@ class Context:
                       "naming it (each with one either side); 0 reads the whole passages "
                       "only."),
     )
-    option_answer_tokens: int = field(
-        default=32,
-        metadata=_doc("Multiple choice: the longest answer in words a reading may write."),
-    )
+    option_answer_tokens: int = field(default=32, metadata=_doc(
+        "Multiple choice: the longest answer in words a reading may write."))
+    option_pressing: bool = field(default=True, metadata=_doc(
+        "Multiple choice: when every reading said only that the passages do not say, one "
+        "more short call asks the question again over the nearest sentences, told they "
+        "answer it (read_pressed); its option counts only when a passage sentence names "
+        "it. False: no such call."))
     option_passages: int = field(
         default=6,
         metadata=_doc("Multiple choice: the best passages the answer prompt keeps; of the "

@@ -122,9 +122,10 @@ class RecalledChunkState(TypedDict):
 class OptionReading(TypedDict):
     """One answer in words to a multiple-choice question asked without its options."""
 
-    step: Annotated[Literal["excerpt", "passages", "named"], _doc(
-        "What the model read: the sentences nearest the question, the whole passages, or "
-        "(named) its own answer beside the options, to say which option it states.")]
+    step: Annotated[Literal["excerpt", "passages", "named", "pressed"], _doc(
+        "What the model read: the sentences nearest the question, the whole passages, "
+        "(named) its own answer beside the options, to say which option it states, or "
+        "(pressed) the nearest sentences again, told they answer the question.")]
     said: Annotated[str, _doc("The answer's first line, citations dropped.")]
     letter: Annotated[str | None, _doc("The letter of the option it names; null for none.")]
 

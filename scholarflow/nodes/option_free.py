@@ -33,7 +33,7 @@ from scholarflow.nodes.attribution import is_refusal
 from scholarflow.nodes.citations import drop_citations
 from scholarflow.nodes.option_evidence import UNNAMEABLE, compounds, option_words, words
 from scholarflow.nodes.options import Options, says_insufficient
-from scholarflow.prompts import FREE_ANSWER_EN, FREE_ANSWER_ZH
+from scholarflow.prompts import FREE_ANSWER_EN, FREE_ANSWER_ZH, PromptTemplate
 from scholarflow.state import LLMUsage
 
 __all__ = ["first_line", "free_option", "read_free", "same_word"]
@@ -113,13 +113,15 @@ def _longer_match(letter: str, said: list[str], covering: dict[str, list[str]]) 
 
 
 async def read_free(ctx: Context, head: llm.Prompt, asked: Options, *, node: str,
-                    abbreviations: Mapping[str, str] | None = None
-                    ) -> tuple[str | None, str, LLMUsage]:
+                    abbreviations: Mapping[str, str] | None = None,
+                    template: PromptTemplate | None = None) -> tuple[str | None, str, LLMUsage]:
     """(the letter of the option it names or None, the answer's first line, the call's
     usage): the stem alone after `head`, a system message with passages. An answer
     naming none is tried again with each of the passages' `abbreviations` (short form:
-    long form) it holds written the other way ("LPS" for "lipopolysaccharide")."""
-    template = FREE_ANSWER_ZH if is_chinese(asked.stem) else FREE_ANSWER_EN
+    long form) it holds written the other way ("LPS" for "lipopolysaccharide").
+    `template`: the user message around the stem, FREE_ANSWER's by default."""
+    if template is None:
+        template = FREE_ANSWER_ZH if is_chinese(asked.stem) else FREE_ANSWER_EN
     result = await llm.complete(ctx, [*head, ("user", template.format(stem=asked.stem))],
                                 node=node, max_tokens=ctx.option_answer_tokens,
                                 temperature=ctx.reading_temperature)

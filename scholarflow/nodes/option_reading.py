@@ -14,7 +14,10 @@ Three calls at most, each a node of this subgraph, so Studio shows every call:
 2. `read_passages`, unless the first named an option: the stem over the whole passages;
 3. `name_option`, when a reading said something that names no option by its words:
    the model's own answer beside the options, to say which one it states
-   (nodes/option_naming.py; `option_naming` turns it off).
+   (nodes/option_naming.py; `option_naming` turns it off); or `read_pressed`, when
+   every reading said only that the passages do not say: the stem again over the
+   short excerpt, told the passages answer it, its pick kept only of an option a
+   passage sentence names (nodes/option_pressed.py; `option_pressing` turns it off).
 
 answer_generation then writes the answer without another call: the option named,
 with the passage sentence that names it, cited; or, when no reading named one, that
@@ -51,13 +54,16 @@ from scholarflow.prompts import (
     PICKED_FREE_ZH,
     PICKED_NAMED_EN,
     PICKED_NAMED_ZH,
+    PICKED_PRESSED_EN,
+    PICKED_PRESSED_ZH,
     READ_NONE_EN,
     READ_NONE_ZH,
 )
 from scholarflow.state import LLMUsage, OptionReading, RecalledChunkState
 
 __all__ = ["OptionInput", "OptionOutput", "OptionState", "named_reading", "read_excerpt",
-           "read_passages", "reading_answer", "route_after_excerpt"]
+           "read_passages", "reading_answer", "reading_system",
+           "route_after_excerpt"]
 
 
 class OptionInput(TypedDict):
@@ -83,7 +89,7 @@ class OptionState(OptionInput, OptionOutput):
     """The subgraph's state."""
 
 
-def _system(question: str, passages: list[RecalledChunkState],
+def reading_system(question: str, passages: list[RecalledChunkState],
             numbers: list[int] | None = None) -> str:
     """The answer prompt's system message over `passages` (numbered as in the whole)."""
     material = CITED_MATERIAL_PROMPT.format(chunks=format_chunks(passages, numbers))
@@ -119,13 +125,13 @@ async def read_excerpt(state: OptionState, runtime: Runtime[Context]) -> dict[st
     if not cut:
         return {}
     return await _read(state, runtime, "read_excerpt", "excerpt",
-                       _system(state["question"], cut, numbers), defined)
+                       reading_system(state["question"], cut, numbers), defined)
 
 
 async def read_passages(state: OptionState, runtime: Runtime[Context]) -> dict[str, Any]:
     """The stem over the whole passages of the answer prompt."""
     return await _read(state, runtime, "read_passages", "passages",
-                       _system(state["question"], state["evidence"]),
+                       reading_system(state["question"], state["evidence"]),
                        defined_abbreviations(p["text"] for p in state["evidence"]))
 
 
@@ -158,6 +164,8 @@ def reading_answer(asked: Options, readings: list[OptionReading],
         lines += [quote.format(n=quoted.passage, sentence=quoted.sentence), ""]
     if named["step"] == "named":  # the model matched its answer to the option, not the words
         last = PICKED_NAMED_ZH if chinese else PICKED_NAMED_EN
+    elif named["step"] == "pressed":  # the model first said the passages do not say
+        last = PICKED_PRESSED_ZH if chinese else PICKED_PRESSED_EN
     else:
         last = PICKED_FREE_ZH if chinese else PICKED_FREE_EN
     lines.append(last.format(free=named["said"]))

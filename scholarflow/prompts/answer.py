@@ -179,6 +179,15 @@ FREE_ANSWER_ZH = prompt(
     "FREE_ANSWER_ZH",
     "{stem}\n\n（只回答答案本身，用从段落中照抄的几个词。如果段落没有说明，回答：未提及。）",
     "stem")
+# The stem once more after readings that said only "not stated" (nodes/option_pressed.py):
+# told the passages answer it, with no way out offered.
+PRESSED_ANSWER_EN = prompt(
+    "PRESSED_ANSWER_EN",
+    "{stem}\n\n(The passages answer this. Reply with only the answer itself, in a few "
+    "words copied from the passages.)", "stem")
+PRESSED_ANSWER_ZH = prompt(
+    "PRESSED_ANSWER_ZH",
+    "{stem}\n\n（段落中有答案。只回答答案本身，用从段落中照抄的几个词。）", "stem")
 # The model's own answer beside the options, without letters (nodes/option_naming.py): which
 # option states it, copied, so the pick is matched by words like the answer itself.
 NAME_OPTION_EN = prompt(
@@ -198,6 +207,17 @@ PICKED_FREE_ZH = prompt(
     "PICKED_FREE_ZH", "（不看选项时，模型根据这些段落回答“{free}”：即这个选项。）", "free")
 # The answer named no option by its words; the model, shown it beside the options, named
 # this one (nodes/option_naming.py): the reader is told who matched it.
+# The option a pressed reading named (nodes/option_pressed.py): the reader is told the
+# model first found no answer.
+PICKED_PRESSED_EN = prompt(
+    "PICKED_PRESSED_EN",
+    "(Asked without the options, the model first said the passages do not say; told "
+    "that they answer it, it answered \"{free}\": this option, which the sentence above "
+    "names.)", "free")
+PICKED_PRESSED_ZH = prompt(
+    "PICKED_PRESSED_ZH",
+    "（不看选项时，模型起初说段落没有说明；告诉它段落中有答案后，它回答“{free}”：即这个选项，上面引用的句子提到了它。）",
+    "free")
 PICKED_NAMED_EN = prompt(
     "PICKED_NAMED_EN",
     "(Asked without the options, the model answered \"{free}\" from the passages; shown "

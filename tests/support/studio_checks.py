@@ -14,7 +14,7 @@ from scholarflow.context import SERVER_FIELDS
 SECRET_NAME = re.compile(r"api_key|secret|password|credential", re.I)
 SUMMARY_NODES = frozenset({"load_cached_summaries", "summarize_document", "collect_summaries"})
 EXECUTION_NODES = frozenset({"next_round", "recall_step", "finish_execution"})
-OPTION_NODES = frozenset({"read_excerpt", "read_passages", "name_option"})
+OPTION_NODES = frozenset({"read_excerpt", "read_passages", "name_option", "read_pressed"})
 # What xray draws in place of the three subgraph nodes.
 EXPANDED_NODES = frozenset({f"document_summary:{n}" for n in SUMMARY_NODES}
                            | {f"execution:{n}" for n in EXECUTION_NODES}

@@ -232,7 +232,9 @@ async def test_a_model_that_finds_no_answer_says_so_without_a_guess(
         "the passages do not settle this question. Asked without the options, the model "
         "answered \"Insufficient information\", which names none of them.")
     assert out["sources"] == []
-    assert [u["node"] for u in out["usage"]] == ["read_excerpt", "read_passages"]
+    # Pressed once more, told the passages answer it, it still finds nothing: no guess.
+    assert [u["node"] for u in out["usage"]] == ["read_excerpt", "read_passages",
+                                                 "read_pressed"]
 
 
 async def test_with_multiple_choice_off_the_model_writes_the_answer(

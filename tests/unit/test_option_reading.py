@@ -52,6 +52,7 @@ QUESTION = STEM + "\n\nOptions:\n" + "\n".join(
     f"{letter}) {text}" for letter, text in zip("ABCDE", OPTIONS, strict=True))
 FREE_TURN = "Reply with only the answer itself"  # the stem asked without its options
 NAME_TURN = "states the same thing as that answer"  # its answer beside the options
+PRESSED_TURN = "The passages answer this."  # the stem again after "not stated"
 
 
 async def _library() -> None:
@@ -176,11 +177,62 @@ async def test_no_naming_call_after_not_stated_or_with_naming_off(
     await _library()
     fake_llm.configure(rules=[{"match": FREE_TURN, "role": "last_user", "reply": "not stated"}])
     out, _ = await run_graph({"query": QUESTION, "kb": "lib"}, Context())
-    assert _nodes(out) == ["read_excerpt", "read_passages"]
+    assert _nodes(out) == ["read_excerpt", "read_passages", "read_pressed"]
+    assert out["answer"].startswith("E) Insufficient information")
     fake_llm.configure(rules=[{"match": FREE_TURN, "role": "last_user", "reply": "six hours"}])
     out, _ = await run_graph({"query": QUESTION, "kb": "lib"}, Context(option_naming=False))
     assert _nodes(out) == ["read_excerpt", "read_passages"]
     assert out["answer"].startswith("E) Insufficient information")
+
+
+async def test_after_readings_saying_not_stated_a_pressed_reading_may_name_an_option(
+    fake_llm: FakeOpenAIServer,
+) -> None:
+    await _library()
+    fake_llm.configure(rules=[
+        {"match": PRESSED_TURN, "role": "last_user", "reply": "6 hours [1]"},
+        {"match": FREE_TURN, "role": "last_user", "reply": "not stated"}])
+    out, events = await run_graph({"query": QUESTION, "kb": "lib"}, Context())
+    assert out["error"] is None
+    assert _nodes(out) == ["read_excerpt", "read_passages", "read_pressed"]
+    first, _, pressed = (r["messages"] for r in fake_llm.stats().requests)
+    assert pressed[0]["content"] == first[0]["content"]  # the short excerpt again
+    assert "not stated" not in pressed[-1]["content"]  # no way out offered
+    assert "12 hours" not in pressed[-1]["content"]  # and still no options shown
+    assert [r["step"] for r in out["option_readings"]] == ["excerpt", "passages", "pressed"]
+    first_line, quoted, *_ = out["answer"].split("\n\n")
+    assert first_line.startswith("D) 6 hours") and "survived for 6 hours" in quoted
+    assert out["answer"].endswith('(Asked without the options, the model first said the '
+                                  'passages do not say; told that they answer it, it '
+                                  'answered "6 hours": this option, which the sentence above '
+                                  'names.)')
+    said = [e["content"] for e in events
+            if e["type"] == "thought_chunk" and e.get("node") == "read_pressed"]
+    assert said == ['Told the passages answer it, the model answered "6 hours": option D) '
+                    '6 hours, which a passage sentence names.']
+    # Off: the readings' "not stated" stands.
+    out, _ = await run_graph({"query": QUESTION, "kb": "lib"}, Context(option_pressing=False))
+    assert _nodes(out) == ["read_excerpt", "read_passages"]
+    assert out["answer"].startswith("E) Insufficient information")
+
+
+async def test_a_pressed_pick_of_an_option_no_sentence_names_is_refused(
+    fake_llm: FakeOpenAIServer,
+) -> None:
+    await _library()
+    # "9 hours" is an option no passage sentence states: pressure alone does not pick it.
+    question = QUESTION.replace("A) 2 hours", "A) 9 hours")
+    fake_llm.configure(rules=[
+        {"match": PRESSED_TURN, "role": "last_user", "reply": "9 hours"},
+        {"match": FREE_TURN, "role": "last_user", "reply": "not stated"}])
+    out, events = await run_graph({"query": question, "kb": "lib"}, Context())
+    assert _nodes(out) == ["read_excerpt", "read_passages", "read_pressed"]
+    assert [r["letter"] for r in out["option_readings"]] == [None, None, None]
+    assert out["answer"].startswith("E) Insufficient information")
+    said = [e["content"] for e in events
+            if e["type"] == "thought_chunk" and e.get("node") == "read_pressed"]
+    assert said == ['Told the passages answer it, the model answered "9 hours": not option '
+                    'A) 9 hours, which no passage sentence names.']
 
 
 async def test_with_multiple_choice_off_the_model_writes_the_answer_seeing_the_options(
