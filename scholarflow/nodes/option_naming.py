@@ -30,8 +30,7 @@ from scholarflow.llm import calls as llm
 from scholarflow.nodes.attribution import is_refusal
 from scholarflow.nodes.option_evidence import words
 from scholarflow.nodes.option_free import first_line, free_option, same_word
-from scholarflow.nodes.option_pressed import said_nothing
-from scholarflow.nodes.option_reading import OptionState
+from scholarflow.nodes.option_reading import OptionState, named_reading
 from scholarflow.nodes.options import Options, says_insufficient, split_options
 from scholarflow.prompts import NAME_OPTION_EN, NAME_OPTION_ZH
 from scholarflow.state import OptionReading
@@ -82,16 +81,15 @@ def route_after_passages(state: OptionState, runtime: Runtime[Context]
                          ) -> Literal["name_option", "read_pressed", "__end__"]:
     """To name_option when it is on, a reading said something that named no option, and
     some option states a finding; to read_pressed when it is on and every reading said
-    only that the passages do not say (nodes/option_pressed.py)."""
+    only that the passages do not say, or only the question's words (nodes/option_pressed.py)."""
     ctx = get_context(runtime)
     asked = split_options(state["question"])
     readings = state.get("option_readings") or []
-    if not nameable(asked).options:
+    if not nameable(asked).options or not readings or named_reading(readings):
         return "__end__"
-    if ctx.option_naming and answered_without_option(readings, asked.stem) is not None:
-        return "name_option"
-    return "read_pressed" if ctx.option_pressing and said_nothing(readings, asked.stem) \
-        else "__end__"
+    if answered_without_option(readings, asked.stem) is not None:
+        return "name_option" if ctx.option_naming else "__end__"
+    return "read_pressed" if ctx.option_pressing else "__end__"
 
 
 async def name_option(state: OptionState, runtime: Runtime[Context]) -> dict[str, Any]:

@@ -25,30 +25,15 @@ from scholarflow.context import Context, get_context
 from scholarflow.events import Thinking, node_complete
 from scholarflow.language import is_chinese
 from scholarflow.nodes.abbreviations import defined_abbreviations
-from scholarflow.nodes.attribution import is_refusal
-from scholarflow.nodes.option_evidence import option_evidence, words
+from scholarflow.nodes.option_evidence import option_evidence
 from scholarflow.nodes.option_excerpt import excerpt
-from scholarflow.nodes.option_free import read_free, same_word
+from scholarflow.nodes.option_free import read_free
 from scholarflow.nodes.option_reading import OptionState, reading_system
-from scholarflow.nodes.options import says_insufficient, split_options
+from scholarflow.nodes.options import split_options
 from scholarflow.prompts import PRESSED_ANSWER_EN, PRESSED_ANSWER_ZH
 from scholarflow.state import OptionReading
 
-__all__ = ["read_pressed", "said_nothing"]
-
-
-def said_nothing(readings: list[OptionReading], stem: str) -> bool:
-    """Whether there were readings and each said only that the passages do not say, or
-    only the question's own words."""
-    asked = words(stem)
-
-    def nothing(reading: OptionReading) -> bool:
-        said = reading["said"]
-        return (not said or is_refusal(said) or says_insufficient(said)
-                or all(any(same_word(w, x) for x in asked) for w in words(said)))
-
-    return bool(readings) and not any(r["letter"] for r in readings) and all(
-        nothing(r) for r in readings)
+__all__ = ["read_pressed"]
 
 
 async def read_pressed(state: OptionState, runtime: Runtime[Context]) -> dict[str, Any]:
