@@ -5,9 +5,9 @@ A small model offered "not stated" takes it whenever the passages word the findi
 otherwise than the question (a paraphrase, a figure's caption, a result stated of a
 synonym). Told that the passages answer the question, and offered no way out, it
 answers from them. That pressure is also how a guess is made, so its answer counts
-only under the same two rules as any reading's and one more: it names an option by
-that option's words (the model still never sees the options), and a sentence of
-the passages names that option, the sentence the answer then quotes as its evidence.
+only under the rule of any reading and one more: it names an option by that option's
+words (the model still never sees the options), and a sentence of the passages
+names that option, the sentence the answer then quotes as its evidence.
 An option no sentence names ("Yes", an option the answer reached through an
 abbreviation or a shared word stem) is not picked on pressure alone.
 
@@ -24,11 +24,9 @@ from langgraph.runtime import Runtime
 from scholarflow.context import Context, get_context
 from scholarflow.events import Thinking, node_complete
 from scholarflow.language import is_chinese
-from scholarflow.nodes.abbreviations import defined_abbreviations
 from scholarflow.nodes.option_evidence import option_evidence
-from scholarflow.nodes.option_excerpt import excerpt
 from scholarflow.nodes.option_free import read_free
-from scholarflow.nodes.option_reading import OptionState, reading_system
+from scholarflow.nodes.option_reading import OptionState, excerpt_system, whole_system
 from scholarflow.nodes.options import split_options
 from scholarflow.prompts import PRESSED_ANSWER_EN, PRESSED_ANSWER_ZH
 from scholarflow.state import OptionReading
@@ -41,16 +39,12 @@ async def read_pressed(state: OptionState, runtime: Runtime[Context]) -> dict[st
     passage sentence names."""
     ctx = get_context(runtime)
     asked = split_options(state["question"])
-    passages = state["evidence"]
-    defined = defined_abbreviations(p["text"] for p in passages)
-    cut, numbers = excerpt(asked, passages, ctx.option_excerpt_sentences, defined)
-    system = (reading_system(state["question"], cut, numbers) if cut
-              else reading_system(state["question"], passages))
+    system, defined = excerpt_system(state, ctx)
     template = PRESSED_ANSWER_ZH if is_chinese(asked.stem) else PRESSED_ANSWER_EN
-    letter, said, usage = await read_free(ctx, [("system", system)], asked,
+    letter, said, usage = await read_free(ctx, [("system", system or whole_system(state))], asked,
                                           node="read_pressed", abbreviations=defined,
                                           template=template)
-    backed = {e.letter for e in option_evidence(asked, passages) if e.passage}
+    backed = {e.letter for e in option_evidence(asked, state["evidence"]) if e.passage}
     named = letter if letter in backed else None
     option = asked.options[asked.letters.index(letter)] if letter else ""
     Thinking(ctx.show_thinking, "read_pressed").say(

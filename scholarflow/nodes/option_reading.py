@@ -61,9 +61,9 @@ from scholarflow.prompts import (
 )
 from scholarflow.state import LLMUsage, OptionReading, RecalledChunkState
 
-__all__ = ["OptionInput", "OptionOutput", "OptionState", "named_reading", "read_excerpt",
-           "read_passages", "reading_answer", "reading_system",
-           "route_after_excerpt"]
+__all__ = ["OptionInput", "OptionOutput", "OptionState", "excerpt_system", "named_reading",
+           "read_excerpt", "read_passages", "reading_answer", "route_after_excerpt",
+           "whole_system"]
 
 
 class OptionInput(TypedDict):
@@ -89,11 +89,25 @@ class OptionState(OptionInput, OptionOutput):
     """The subgraph's state."""
 
 
-def reading_system(question: str, passages: list[RecalledChunkState],
+def _system(question: str, passages: list[RecalledChunkState],
             numbers: list[int] | None = None) -> str:
     """The answer prompt's system message over `passages` (numbered as in the whole)."""
     material = CITED_MATERIAL_PROMPT.format(chunks=format_chunks(passages, numbers))
     return fill(DIRECT_PROMPTS[Intent.LITERATURE_QA], answer_language(question), material)
+
+
+def excerpt_system(state: OptionState, ctx: Context) -> tuple[str | None, dict[str, str]]:
+    """(the system message over the passages' sentences nearest the stem, None when
+    none shares a word with it; the passages' abbreviations)."""
+    asked = split_options(state["question"])
+    defined = defined_abbreviations(p["text"] for p in state["evidence"])
+    cut, numbers = excerpt(asked, state["evidence"], ctx.option_excerpt_sentences, defined)
+    return (_system(state["question"], cut, numbers) if cut else None), defined
+
+
+def whole_system(state: OptionState) -> str:
+    """The system message over the whole passages of the answer prompt."""
+    return _system(state["question"], state["evidence"])
 
 
 async def _read(state: OptionState, runtime: Runtime[Context], node: str,
@@ -118,20 +132,16 @@ async def _read(state: OptionState, runtime: Runtime[Context], node: str,
 async def read_excerpt(state: OptionState, runtime: Runtime[Context]) -> dict[str, Any]:
     """The stem over the sentences of the passages nearest it; nothing when none shares
     a word with it."""
-    ctx = get_context(runtime)
-    asked = split_options(state["question"])
-    defined = defined_abbreviations(p["text"] for p in state["evidence"])
-    cut, numbers = excerpt(asked, state["evidence"], ctx.option_excerpt_sentences, defined)
-    if not cut:
+    system, defined = excerpt_system(state, get_context(runtime))
+    if system is None:
         return {}
-    return await _read(state, runtime, "read_excerpt", "excerpt",
-                       reading_system(state["question"], cut, numbers), defined)
+    return await _read(state, runtime, "read_excerpt", "excerpt", system, defined)
 
 
 async def read_passages(state: OptionState, runtime: Runtime[Context]) -> dict[str, Any]:
     """The stem over the whole passages of the answer prompt."""
     return await _read(state, runtime, "read_passages", "passages",
-                       reading_system(state["question"], state["evidence"]),
+                       whole_system(state),
                        defined_abbreviations(p["text"] for p in state["evidence"]))
 
 

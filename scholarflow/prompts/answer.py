@@ -207,6 +207,14 @@ PICKED_FREE_ZH = prompt(
     "PICKED_FREE_ZH", "（不看选项时，模型根据这些段落回答“{free}”：即这个选项。）", "free")
 # The answer named no option by its words; the model, shown it beside the options, named
 # this one (nodes/option_naming.py): the reader is told who matched it.
+PICKED_NAMED_EN = prompt(
+    "PICKED_NAMED_EN",
+    "(Asked without the options, the model answered \"{free}\" from the passages; shown "
+    "that answer beside the options, it said this option states it.)", "free")
+PICKED_NAMED_ZH = prompt(
+    "PICKED_NAMED_ZH",
+    "（不看选项时，模型根据这些段落回答“{free}”；把这个回答和选项放在一起时，模型认为这个选项说的就是它。）",
+    "free")
 # The option a pressed reading named (nodes/option_pressed.py): the reader is told the
 # model first found no answer.
 PICKED_PRESSED_EN = prompt(
@@ -217,12 +225,4 @@ PICKED_PRESSED_EN = prompt(
 PICKED_PRESSED_ZH = prompt(
     "PICKED_PRESSED_ZH",
     "（不看选项时，模型起初说段落没有说明；告诉它段落中有答案后，它回答“{free}”：即这个选项，上面引用的句子提到了它。）",
-    "free")
-PICKED_NAMED_EN = prompt(
-    "PICKED_NAMED_EN",
-    "(Asked without the options, the model answered \"{free}\" from the passages; shown "
-    "that answer beside the options, it said this option states it.)", "free")
-PICKED_NAMED_ZH = prompt(
-    "PICKED_NAMED_ZH",
-    "（不看选项时，模型根据这些段落回答“{free}”；把这个回答和选项放在一起时，模型认为这个选项说的就是它。）",
     "free")
